@@ -1,0 +1,26 @@
+# The two commands of the README: `make demo` and `make test`. Both set themselves up.
+.PHONY: demo test lint bootstrap build-spam build-sentiment
+
+VENV := .venv
+BIN := $(VENV)/bin
+ARTIFACTS ?= artifacts
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+demo: bootstrap
+	$(BIN)/textgate build spam -o $(ARTIFACTS)/spam
+
+test: bootstrap lint
+	$(BIN)/python -m pytest -q
+
+lint:
+	$(BIN)/ruff check textgate tests
+	$(BIN)/ruff format --check textgate tests
+	$(BIN)/mypy
+
+build-spam: bootstrap
+	$(BIN)/textgate build spam -o $(ARTIFACTS)/spam
+
+build-sentiment: bootstrap
+	$(BIN)/textgate build sentiment -o $(ARTIFACTS)/sentiment

@@ -1,0 +1,150 @@
+"""The ``textgate`` command: one entry point, one subcommand per capability.
+
+Errors from the exception tree become one message and one exit code each, mapped in
+``EXIT_CODES``; nothing a user can cause ends in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from textgate import errors
+
+console = Console(stderr=True)
+out = Console()
+
+# One table: exception class -> exit code. The most specific class wins.
+EXIT_CODES: dict[type[errors.TextgateError], int] = {
+    errors.ConfigError: 2,
+    errors.DataError: 3,
+    errors.SourceError: 3,
+    errors.TrainError: 4,
+    errors.ExportError: 5,
+    errors.ParityError: 5,
+    errors.BundleError: 6,
+    errors.RepositoryError: 7,
+    errors.TritonError: 8,
+    errors.DependencyError: 9,
+    errors.TextgateError: 1,
+}
+
+
+def exit_code(exc: errors.TextgateError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]  # type: ignore[index]
+    return 1
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _print_json(data: Any) -> None:
+    out.print_json(json.dumps(data, default=str))
+
+
+# --- data -----------------------------------------------------------------------------
+
+
+def _add_data(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "data",
+        help="load, clean and split a data set; print its report",
+        description="Load a packaged corpus or a user file, clean and split it, print the "
+        "report (rows kept, skipped by reason, duplicates, conflicts, split sizes, data hash).",
+        epilog="example: textgate data --task spam\n"
+        "         textgate data --task reviews --data reviews.csv --text-column body "
+        "--label-column stars --labels neg,pos",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _data_options(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_run_data)
+
+
+def _data_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", required=True, help="spam, sentiment, sentiment-zh or your own name")
+    p.add_argument("--data", type=Path, help="CSV, TSV or JSONL file (default: packaged corpus)")
+    p.add_argument("--text-column", default="text", help="column holding the text")
+    p.add_argument("--label-column", default="label", help="column holding the label")
+    p.add_argument("--labels", help="declared label set, comma-separated, in class-id order")
+    p.add_argument("--strict", action="store_true", help="any skipped row is an error")
+
+
+def _load_from_args(args: argparse.Namespace) -> Any:
+    from textgate import data
+
+    labels = tuple(s.strip() for s in args.labels.split(",")) if args.labels else None
+    return data.load_task(
+        args.task,
+        data=args.data,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        labels=labels,
+        strict=args.strict,
+    )
+
+
+def _run_data(args: argparse.Namespace) -> int:
+    from textgate import data
+
+    table = _load_from_args(args)
+    splits = data.split(table)
+    summary = data.summary(table, splits)
+    if args.json:
+        _print_json(summary)
+    else:
+        data.print_summary(summary, out)
+    return 0
+
+
+# --- registry ---------------------------------------------------------------------------
+
+ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [_add_data]  # type: ignore[type-arg]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="textgate",
+        description="Text classification as a production service on NVIDIA Triton.",
+        epilog="example: textgate build spam -o artifacts/spam",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from textgate import __version__
+
+    parser.add_argument("--version", action="version", version=f"textgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in ADDERS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return handler(args)
+    except errors.TextgateError as exc:
+        console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+        if exc.hint:
+            console.print(f"[yellow]fix:[/] {escape(exc.hint)}", highlight=False)
+        return exit_code(exc)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

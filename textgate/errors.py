@@ -1,0 +1,140 @@
+"""The one exception tree of textgate.
+
+Every error a user can cause or meet is one of these; the CLI (``cli.py``) and the
+gateway map them to messages and HTTP codes, each in one table.
+
+    TextgateError                  base: ``message`` plus an optional ``hint`` (the fix)
+    ├── ConfigError                a configuration key is missing or invalid (names the key)
+    ├── DataError                  an input data file is unusable (names file, row, column)
+    │   └── SourceError            a packaged corpus is missing or not the pinned file
+    ├── TrainError                 fine-tuning cannot start or did not converge
+    ├── ExportError                ONNX export failed
+    │   └── ParityError            ONNX disagrees with PyTorch (carries every mismatch)
+    ├── BundleError                a bundle is corrupt, incomplete or not a bundle (names file)
+    ├── RepositoryError            a Triton model repository cannot be built
+    ├── TritonError                the Triton process or a model in it failed
+    │   ├── TritonNotFound         no usable tritonserver / stub on this machine
+    │   ├── TritonStartError       the server exited or did not become ready
+    │   └── ModelLoadError         a model failed to load (names the model, quotes the log)
+    └── DependencyError            an optional extra (train, serve) is not installed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class TextgateError(Exception):
+    """Base of all textgate errors: a message for people and, where known, the fix."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
+
+
+class ConfigError(TextgateError):
+    """A configuration value is invalid; ``key`` is its dotted name."""
+
+    def __init__(self, key: str, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(f"config key '{key}': {problem}", hint=hint)
+        self.key = key
+
+
+class DataError(TextgateError):
+    """An input data file cannot be used as given."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        row: int | None = None,
+        column: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column '{column}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message, hint=hint)
+        self.path = None if path is None else str(path)
+        self.row = row
+        self.column = column
+
+
+class SourceError(DataError):
+    """A corpus textgate takes from a pinned package is missing or differs from the pin."""
+
+
+class TrainError(TextgateError):
+    """Fine-tuning cannot start or failed."""
+
+
+class ExportError(TextgateError):
+    """ONNX export or variant generation failed."""
+
+
+class ParityError(ExportError):
+    """The exported model does not compute what the checkpoint computes."""
+
+    def __init__(self, message: str, mismatches: Sequence[str], *, hint: str | None = None) -> None:
+        shown = "\n".join(f"  - {m}" for m in mismatches[:20])
+        more = f"\n  ... and {len(mismatches) - 20} more" if len(mismatches) > 20 else ""
+        super().__init__(f"{message}\n{shown}{more}", hint=hint)
+        self.mismatches = list(mismatches)
+
+
+class BundleError(TextgateError):
+    """A bundle is corrupt, incomplete, or not a bundle; ``file`` names the culprit."""
+
+    def __init__(self, message: str, *, file: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.file = file
+
+
+class RepositoryError(TextgateError):
+    """A Triton model repository cannot be built from the given bundles and config."""
+
+
+class TritonError(TextgateError):
+    """The Triton server process or a model in it failed."""
+
+
+class TritonNotFound(TritonError):
+    """No usable tritonserver binary or Python-backend stub was found."""
+
+
+class TritonStartError(TritonError):
+    """tritonserver exited or did not become ready in time."""
+
+
+class ModelLoadError(TritonError):
+    """A model failed to load; the message names it and quotes the log."""
+
+    def __init__(self, model: str, log_excerpt: str, *, hint: str | None = None) -> None:
+        super().__init__(f"model '{model}' failed to load:\n{log_excerpt}", hint=hint)
+        self.model = model
+
+
+class DependencyError(TextgateError):
+    """An optional dependency is missing."""
+
+
+def require(module: str, extra: str) -> None:
+    """Fail with an install hint when an optional extra's module is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise DependencyError(
+            f"this command needs '{module}', which is not installed",
+            hint=f"pip install 'textgate[{extra}]'",
+        )
