@@ -133,7 +133,7 @@ def _read_wheel(pin: Pin) -> tuple[bytes, str]:
     path = Path(str(dist.locate_file(pin.member)))
     if not path.is_file():
         raise SourceError(f"{pin.name}: data file missing from {pin.package}", path=path)
-    return path.read_bytes(), str(path)
+    return path.read_bytes(), _describe(pin)
 
 
 def _read_sdist(pin: Pin) -> tuple[bytes, str]:
@@ -156,9 +156,14 @@ def _read_sdist(pin: Pin) -> tuple[bytes, str]:
             member = tar.extractfile(pin.member)
             if member is None:
                 raise KeyError(pin.member)
-            return member.read(), f"{archive}!{pin.member}"
+            return member.read(), _describe(pin)
     except (KeyError, tarfile.TarError) as exc:
         raise SourceError(f"{pin.name}: cannot read {pin.member}: {exc}", path=archive) from None
+
+
+def _describe(pin: Pin) -> str:
+    """Where a pinned file came from, the same on every machine (no local paths)."""
+    return f"{pin.package}=={pin.version}!{pin.member}"
 
 
 def read_pinned(pin: Pin) -> tuple[bytes, str]:
