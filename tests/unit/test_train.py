@@ -1,0 +1,338 @@
+"""train.py on tiny randomly initialised BERT and DistilBERT bases: layout, options, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textgate import cli, errors, train
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+LABELS = ("neg", "pos")
+POS_WORDS = ["good", "great", "fine", "love", "nice", "happy", "best"]
+NEG_WORDS = ["bad", "awful", "poor", "hate", "sad", "worst", "ugly"]
+
+
+@dataclass(frozen=True)
+class FakeTable:
+    """The slice of data.Table that train() uses, so these tests need no corpus."""
+
+    texts: tuple[str, ...]
+    labels: tuple[str, ...]
+    label_names: tuple[str, ...] = LABELS
+    source: str = "fake"
+
+    def label_ids(self) -> list[int]:
+        return [self.label_names.index(x) for x in self.labels]
+
+    def data_hash(self) -> str:
+        pairs = sorted(zip(self.texts, self.labels, strict=True))
+        return hashlib.sha256(repr(pairs).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class FakeSplits:
+    train: FakeTable
+    validation: FakeTable
+    test: FakeTable
+
+
+def _table(n: int, seed: int) -> FakeTable:
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = LABELS[i % 2]
+        words = POS_WORDS if label == "pos" else NEG_WORDS
+        texts.append(" ".join(rng.choice(words, size=int(rng.integers(2, 9)))) + f" {i}")
+        labels.append(label)
+    return FakeTable(tuple(texts), tuple(labels))
+
+
+@pytest.fixture(scope="module")
+def splits() -> FakeSplits:
+    return FakeSplits(_table(48, 1), _table(16, 2), _table(16, 3))
+
+
+def _copy_tokenizer(dst: Path) -> None:
+    src = train.packaged_base()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, dst / name)
+
+
+def _tiny(kind: str, root: Path, *, tokenizer: bool = True) -> Path:
+    import torch
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        DistilBertConfig,
+        DistilBertForSequenceClassification,
+    )
+
+    torch.manual_seed(0)
+    path = root / kind
+    if kind == "bert":
+        cfg = BertConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+        )
+        model = BertForSequenceClassification(cfg)
+    else:
+        cfg = DistilBertConfig(dim=32, n_layers=2, n_heads=2, hidden_dim=64)
+        model = DistilBertForSequenceClassification(cfg)
+    model.save_pretrained(str(path))
+    if tokenizer:
+        _copy_tokenizer(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("bases")
+    return {
+        "bert": _tiny("bert", root),
+        "distilbert": _tiny("distilbert", root),
+        "no-tokenizer": _tiny("bert", root / "nt", tokenizer=False),
+    }
+
+
+QUICK = train.TrainOptions(epochs=2, batch_size=8, lr=1e-3, max_length=16, progress=False)
+
+
+@pytest.mark.parametrize("kind", ["bert", "distilbert"])
+def test_writes_the_checkpoint_layout(
+    kind: str, bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    out = tmp_path / "ckpt"
+    result = train.train(splits, bases[kind], out, task="toy", options=QUICK)
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "textgate.json",
+        "metrics.json",
+        "confusion_matrix.png",
+        "threshold.png",
+        "data/validation.jsonl",
+        "data/test.jsonl",
+    ):
+        assert (out / name).is_file(), name
+    info = json.loads((out / "textgate.json").read_text())
+    assert info["task"] == "toy" and info["labels"] == list(LABELS)
+    assert info["max_length"] == 16 and info["seed"] == 42
+    assert info["split_counts"] == {"train": 48, "validation": 16, "test": 16}
+    assert 1 <= info["best_epoch"] <= info["epochs_run"] <= 2
+    for key in ("base", "data_hash", "data_source", "train_seconds"):
+        assert info[key] is not None
+    config = json.loads((out / "config.json").read_text())
+    assert config["id2label"] == {"0": "neg", "1": "pos"}
+    assert json.loads((out / "metrics.json").read_text()) == result
+    assert set(result) >= {"accuracy", "macro_f1", "f1", "roc_auc", "per_class", "n"}
+    rows = [json.loads(x) for x in (out / "data/test.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in rows] == list(splits.test.texts)
+    assert [r["label"] for r in rows] == list(splits.test.labels)
+    assert not list(tmp_path.glob(".ckpt.partial-*"))
+
+
+def test_same_seed_same_model(bases: dict[str, Path], splits: FakeSplits, tmp_path: Path) -> None:
+    a = train.train(splits, bases["bert"], tmp_path / "a", task="toy", options=QUICK)
+    b = train.train(splits, bases["bert"], tmp_path / "b", task="toy", options=QUICK)
+    assert a == b
+    assert (tmp_path / "a/model.safetensors").read_bytes() == (
+        tmp_path / "b/model.safetensors"
+    ).read_bytes()
+
+
+def test_time_budget_stops_and_keeps_a_model(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    opts = train.TrainOptions(epochs=5, batch_size=8, max_minutes=1e-6, progress=False)
+    train.train(splits, bases["bert"], tmp_path / "c", task="toy", options=opts)
+    info = json.loads((tmp_path / "c/textgate.json").read_text())
+    assert info["stopped"] == "time_budget"
+    assert info["epochs_run"] == 1 and info["best_epoch"] == 1
+
+
+def test_limit_samples_every_split(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    opts = train.TrainOptions(epochs=1, batch_size=8, limit=40, progress=False)
+    train.train(splits, bases["bert"], tmp_path / "d", task="toy", options=opts)
+    info = json.loads((tmp_path / "d/textgate.json").read_text())
+    assert info["split_counts"] == {"train": 24, "validation": 8, "test": 8}
+
+
+def test_force_replaces_and_refuses_without(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    out = tmp_path / "e"
+    out.mkdir()
+    (out / "old.txt").write_text("x")
+    with pytest.raises(errors.TrainError, match="not empty"):
+        train.train(splits, bases["bert"], out, task="toy", options=QUICK)
+    opts = train.TrainOptions(epochs=1, batch_size=8, force=True, progress=False)
+    train.train(splits, bases["bert"], out, task="toy", options=opts)
+    assert not (out / "old.txt").exists() and (out / "textgate.json").is_file()
+
+
+def test_empty_output_dir_is_fine(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    out = tmp_path / "empty"
+    out.mkdir()
+    opts = train.TrainOptions(epochs=1, batch_size=8, progress=False)
+    train.train(splits, bases["bert"], out, task="toy", options=opts)
+    assert (out / "metrics.json").is_file()
+
+
+# --- bad inputs ------------------------------------------------------------------------------
+
+
+def _fails(match: str, splits: FakeSplits, base: Path | None, out: Path) -> None:
+    with pytest.raises(errors.TrainError, match=match):
+        train.train(splits, base, out, task="toy", options=QUICK)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_missing_base_dir(splits: FakeSplits, tmp_path: Path) -> None:
+    _fails("does not exist", splits, tmp_path / "nope", tmp_path / "o")
+
+
+def test_base_that_is_not_a_checkpoint(splits: FakeSplits, tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain/readme.txt").write_text("hi")
+    _fails("no config.json", splits, tmp_path / "plain", tmp_path / "o")
+
+
+def test_base_that_is_a_file(splits: FakeSplits, tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    _fails("not a directory", splits, tmp_path / "f", tmp_path / "o")
+
+
+def test_base_without_tokenizer(bases: dict[str, Path], splits: FakeSplits, tmp_path: Path) -> None:
+    _fails("tokenizer", splits, bases["no-tokenizer"], tmp_path / "o")
+
+
+def test_base_without_weights(splits: FakeSplits, tmp_path: Path, bases: dict[str, Path]) -> None:
+    base = tmp_path / "cfg-only"
+    base.mkdir()
+    shutil.copy(bases["bert"] / "config.json", base / "config.json")
+    _copy_tokenizer(base)
+    _fails("cannot load", splits, base, tmp_path / "o")
+
+
+def test_base_with_broken_config(splits: FakeSplits, tmp_path: Path) -> None:
+    base = tmp_path / "broken"
+    base.mkdir()
+    (base / "config.json").write_text("{not json")
+    _copy_tokenizer(base)
+    _fails("cannot load", splits, base, tmp_path / "o")
+
+
+def test_slow_tokenizer_is_refused(monkeypatch: pytest.MonkeyPatch, bases: dict[str, Path]) -> None:
+    import transformers
+
+    class Slow:
+        is_fast = False
+        pad_token_id = 0
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: Slow())
+    with pytest.raises(errors.TrainError, match="not a fast"):
+        train.load_tokenizer(bases["bert"])
+
+
+def test_one_class_train_split(bases: dict[str, Path], tmp_path: Path) -> None:
+    one = FakeTable(("a b", "c d"), ("pos", "pos"))
+    _fails("one class", FakeSplits(one, one, one), bases["bert"], tmp_path / "o")
+
+
+def test_empty_split(bases: dict[str, Path], splits: FakeSplits, tmp_path: Path) -> None:
+    empty = FakeTable((), ())
+    bad = FakeSplits(splits.train, empty, splits.test)
+    _fails("validation split is empty", bad, bases["bert"], tmp_path / "o")
+
+
+def test_output_is_a_file(bases: dict[str, Path], splits: FakeSplits, tmp_path: Path) -> None:
+    (tmp_path / "o").write_text("x")
+    with pytest.raises(errors.TrainError, match="not a directory"):
+        train.train(splits, bases["bert"], tmp_path / "o", task="toy", options=QUICK)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"epochs": 0}, {"lr": -1.0}, {"batch_size": 0}, {"patience": 0}, {"limit": 0}]
+)
+def test_bad_options(kwargs: dict[str, float]) -> None:
+    with pytest.raises(errors.TrainError, match="must be"):
+        train.TrainOptions(**kwargs)  # type: ignore[arg-type]
+
+
+def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/x").write_text("x")
+    cases = [
+        (["--base", str(tmp_path / "missing"), "-o", str(tmp_path / "o1")], "does not exist"),
+        (["-o", str(tmp_path / "out")], "--force"),
+        (["--epochs", "0", "-o", str(tmp_path / "o2")], "--epochs must be positive"),
+    ]
+    for extra, expected in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "textgate.cli", "train", "--task", "spam", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == cli.EXIT_CODES[errors.TrainError], proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert expected in " ".join(proc.stderr.split())  # rich wraps long lines
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+
+def test_length_batches_cover_every_row_once_and_group_lengths() -> None:
+    lengths = list(np.random.default_rng(0).integers(3, 60, size=203))
+    batches = train.length_batches(lengths, 16, np.random.default_rng(1))
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(203))
+    assert all(len(b) == 16 for b in batches if len(b) != 203 % 16)
+    # Sorted by length: a batch spans a narrow range, far below the data's 57.
+    spans = [np.ptp(np.asarray(lengths)[b]) for b in batches]
+    assert np.median(spans) <= 6
+    again = train.length_batches(lengths, 16, np.random.default_rng(1))
+    assert all((x == y).all() for x, y in zip(batches, again, strict=True))
+    other = train.length_batches(lengths, 16, np.random.default_rng(2))
+    assert any(not np.array_equal(x, y) for x, y in zip(batches, other, strict=True))
+
+
+def test_class_weights_balance_classes() -> None:
+    w = train.class_weights([0, 0, 0, 1], 2)
+    assert w.tolist() == pytest.approx([4 / 6, 2.0])
+    assert (w * np.bincount([0, 0, 0, 1])).tolist() == pytest.approx([2.0, 2.0])
+
+
+def test_options_fall_back_to_task_defaults() -> None:
+    spam = train.TrainOptions().resolved("spam")
+    d = train.TASK_DEFAULTS["spam"]
+    assert (spam.epochs, spam.lr, spam.max_length) == (d.epochs, d.lr, d.max_length)
+    assert train.TrainOptions(epochs=7).resolved("spam").epochs == 7
+    assert train.TrainOptions().resolved("anything").max_length == train.GENERIC.max_length
+    assert (spam.threads or 0) >= 1
+
+
+def test_train_is_registered_in_the_cli() -> None:
+    args = cli.build_parser().parse_args(["train", "--task", "spam", "-o", "x"])
+    assert args.handler is cli._run_train
