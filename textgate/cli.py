@@ -106,9 +106,86 @@ def _run_data(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- train ----------------------------------------------------------------------------
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "train",
+        help="fine-tune a transformer classifier; write a checkpoint with test metrics",
+        description="Fine-tune the packaged all-MiniLM-L6-v2 (or a local Hugging Face "
+        "BERT/DistilBERT/RoBERTa checkpoint) on a task's data. Writes the checkpoint, "
+        "tokenizer, labels, metrics.json on the test split and plots (confusion matrix; "
+        "precision/recall vs threshold for binary tasks). Offline; seeded; early stopping "
+        "on validation macro-F1 keeps the best epoch.",
+        epilog="example: textgate train --task spam -o checkpoints/spam\n"
+        "         textgate train --task sentiment --max-minutes 15 -o checkpoints/sentiment\n"
+        "         textgate train --task reviews --data reviews.csv --labels neg,pos "
+        "--base my-distilbert/ -o checkpoints/reviews",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _data_options(p)
+    p.add_argument("--base", type=Path, help="base checkpoint directory (default: packaged MiniLM)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--epochs", type=int, help="maximum epochs (default: per task)")
+    p.add_argument("--batch-size", type=int, help="training batch size (default: per task)")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
+    p.add_argument("--max-length", type=int, help="tokens per text (default: per task)")
+    p.add_argument("--seed", type=int, default=42, help="seed for everything random")
+    p.add_argument("--limit", type=int, help="use only this many rows in all (quick runs)")
+    p.add_argument("--patience", type=int, default=2, help="epochs without improvement")
+    p.add_argument("--max-minutes", type=float, help="time budget; keeps the best epoch")
+    p.add_argument("--no-class-weights", action="store_true", help="plain, unweighted loss")
+    p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
+    p.set_defaults(handler=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from textgate import train
+
+    options = train.TrainOptions(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_length=args.max_length,
+        seed=args.seed,
+        limit=args.limit,
+        patience=args.patience,
+        max_minutes=args.max_minutes,
+        class_weights=not args.no_class_weights,
+        force=args.force,
+        progress=not args.no_progress,
+    )
+    # Check options and paths before the (slow) data load and model load.
+    train.check_output(args.output, force=args.force)
+    train.resolve_base(args.base)
+    table = _load_from_args(args)
+    result = train.train(
+        table, args.base, args.output, task=args.task, options=options, log=console.print
+    )
+    if args.json:
+        _print_json(result)
+    else:
+        _print_train_summary(result, args.output)
+    return 0
+
+
+def _print_train_summary(result: dict[str, Any], output: Path) -> None:
+    auc = result.get("roc_auc")
+    out.print(
+        f"checkpoint: {output}\n"
+        f"test n={result['n']}  accuracy {result['accuracy']:.4f}  "
+        f"F1 {result['f1']:.4f}  macro-F1 {result['macro_f1']:.4f}"
+        + (f"  ROC-AUC {auc:.4f}" if auc is not None else ""),
+        highlight=False,
+    )
+
+
 # --- registry ---------------------------------------------------------------------------
 
-ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [_add_data]  # type: ignore[type-arg]
+ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [_add_data, _add_train]  # type: ignore[type-arg]
 
 
 def build_parser() -> argparse.ArgumentParser:
