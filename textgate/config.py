@@ -1,0 +1,336 @@
+"""textgate's configuration: frozen keyword-only dataclasses, one per section.
+
+A configuration is read from a YAML file (``Config.from_file``) or a dict
+(``Config.from_dict``), then environment overrides ``TEXTGATE_<SECTION>__<KEY>`` (nested
+keys joined by ``__``, e.g. ``TEXTGATE_REPOSITORY__DYNAMIC_BATCHING__MAX_QUEUE_DELAY_MICROSECONDS``)
+are applied on top. Every problem is a ``ConfigError`` that names the dotted key.
+
+To add a section: write a frozen keyword-only dataclass whose ``__post_init__`` validates
+with ``_require`` (naming keys relative to the section), then add it as a field of
+``Config``. The loader walks the type hints; no other code changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from textgate.errors import ConfigError
+
+ENV_PREFIX = "TEXTGATE_"
+
+
+def _require(ok: bool, key: str, problem: str, hint: str | None = None) -> None:
+    if not ok:
+        raise ConfigError(key, problem, hint=hint)
+
+
+def _check_port(value: int, key: str) -> None:
+    _require(0 <= value <= 65535, key, f"port {value} is outside 0..65535 (0 picks a free port)")
+
+
+# --- triton -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonConfig:
+    """How to find and run ``tritonserver``."""
+
+    binary: Path | None = None  # default: env TEXTGATE_TRITONSERVER, then the pytriton wheel
+    backend_dir: Path | None = None  # an install's backends; default: prepared from the wheel
+    address: str = "127.0.0.1"  # bind address of all three endpoints
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    log_file: Path | None = None  # default: a file in the server's temporary work directory
+    log_verbose: int = 0
+    startup_timeout_s: float = 120.0
+    exit_timeout_s: int = 10
+
+    def __post_init__(self) -> None:
+        for key in ("http_port", "grpc_port", "metrics_port"):
+            _check_port(getattr(self, key), key)
+        _require(self.log_verbose >= 0, "log_verbose", "must be >= 0")
+        _require(self.startup_timeout_s > 0, "startup_timeout_s", "must be > 0")
+        _require(self.exit_timeout_s >= 0, "exit_timeout_s", "must be >= 0")
+        _require(bool(self.address), "address", "must not be empty")
+
+
+# --- repository ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicBatchingConfig:
+    enabled: bool = True
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_microseconds: int = 2000
+
+    def __post_init__(self) -> None:
+        _require(
+            all(n > 0 for n in self.preferred_batch_sizes),
+            "preferred_batch_sizes",
+            "sizes must be > 0",
+        )
+        _require(self.max_queue_delay_microseconds >= 0, "max_queue_delay_microseconds", ">= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceGroupConfig:
+    count: int = 1
+    kind: Literal["cpu", "gpu"] = "cpu"
+    gpus: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _require(self.count >= 1, "count", "must be >= 1")
+        _require(not (self.gpus and self.kind == "cpu"), "gpus", "only valid with kind: gpu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionPolicyConfig:
+    policy: Literal["latest", "all", "specific"] = "latest"
+    latest: int = 1  # how many of the newest versions to serve (policy: latest)
+    versions: tuple[int, ...] = ()  # which versions to serve (policy: specific)
+
+    def __post_init__(self) -> None:
+        _require(self.latest >= 1, "latest", "must be >= 1")
+        _require(
+            self.policy != "specific" or bool(self.versions),
+            "versions",
+            "policy 'specific' needs at least one version",
+        )
+        _require(all(v >= 1 for v in self.versions), "versions", "versions are integers >= 1")
+
+
+VARIANTS = ("auto", "fp32", "fp32-opt", "fp16", "int8")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepositoryConfig:
+    """What the repository builder generates (see docs/configuration.md)."""
+
+    target: Literal["embedded", "triton-container"] = "embedded"
+    shape_strategy: Literal["bucket", "fixed", "fused"] = "bucket"
+    bucket_lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
+    max_batch_size: int = 64
+    dynamic_batching: DynamicBatchingConfig = field(default_factory=DynamicBatchingConfig)
+    instance_group: InstanceGroupConfig = field(default_factory=InstanceGroupConfig)
+    helper_instances: int = 1  # instances of the tokenize and postprocess models
+    version_policy: VersionPolicyConfig = field(default_factory=VersionPolicyConfig)
+    variant: str = "auto"  # auto: the bundle's default_variant for the instance kind
+    ort_intra_op_threads: int = 0  # 0: ONNX Runtime's default (one per core)
+    ort_inter_op_threads: int = 1
+    accelerator: Literal["none", "cuda", "tensorrt"] = "none"  # triton-container, GPU only
+    tensorrt_precision: Literal["fp32", "fp16"] = "fp16"
+    tensorrt_max_workspace_bytes: int = 1 << 30
+
+    def __post_init__(self) -> None:
+        _require(bool(self.bucket_lengths), "bucket_lengths", "needs at least one length")
+        _require(all(n > 0 for n in self.bucket_lengths), "bucket_lengths", "lengths must be > 0")
+        _require(
+            list(self.bucket_lengths) == sorted(set(self.bucket_lengths)),
+            "bucket_lengths",
+            "lengths must be strictly increasing",
+        )
+        _require(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")
+        bad = [n for n in self.dynamic_batching.preferred_batch_sizes if n > self.max_batch_size]
+        _require(
+            not bad,
+            "dynamic_batching.preferred_batch_sizes",
+            f"{bad} exceed max_batch_size {self.max_batch_size}",
+        )
+        _require(self.helper_instances >= 1, "helper_instances", "must be >= 1")
+        _require(self.variant in VARIANTS, "variant", f"must be one of {', '.join(VARIANTS)}")
+        _require(self.ort_intra_op_threads >= 0, "ort_intra_op_threads", "must be >= 0")
+        _require(self.ort_inter_op_threads >= 0, "ort_inter_op_threads", "must be >= 0")
+        _require(
+            not (self.shape_strategy == "fused" and self.target == "triton-container"),
+            "shape_strategy",
+            "'fused' runs tokenizer and ONNX Runtime in one Python model; "
+            "it exists only for target 'embedded'",
+        )
+        _require(
+            self.accelerator == "none" or self.target == "triton-container",
+            "accelerator",
+            "execution accelerators apply to target 'triton-container' only",
+        )
+
+
+# --- the whole file -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """All sections. Add a section by adding a field here."""
+
+    triton: TritonConfig = field(default_factory=TritonConfig)
+    repository: RepositoryConfig = field(default_factory=RepositoryConfig)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None
+    ) -> Config:
+        """Build from a plain dict, then apply ``env`` overrides (pass ``os.environ``)."""
+        merged = _merge(dict(data or {}), _env_tree(env or {}))
+        return _build(cls, merged, "")
+
+    @classmethod
+    def from_file(cls, path: Path | str, *, env: Mapping[str, str] | None = None) -> Config:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError("<file>", f"cannot read {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError("<file>", f"{path} is not valid YAML: {exc}") from exc
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError("<file>", f"{path} must hold a mapping of sections")
+        return cls.from_dict(data, env=env)
+
+    @classmethod
+    def load(cls, path: Path | str | None = None) -> Config:
+        """The usual entry point: an optional file plus the process environment."""
+        if path is None:
+            return cls.from_dict(None, env=os.environ)
+        return cls.from_file(path, env=os.environ)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    """asdict() output with Paths and tuples turned into YAML-friendly values."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _env_tree(env: Mapping[str, str]) -> dict[str, Any]:
+    """TEXTGATE_A__B__C=v -> {"a": {"b": {"c": "v"}}}; other variables are ignored."""
+    tree: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        node = tree
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(".".join(parts), f"environment variable {name} conflicts")
+        node[parts[-1]] = _EnvValue(value)
+    return tree
+
+
+class _EnvValue(str):
+    """A raw string from the environment: parsed as YAML unless the field is a string."""
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _build(cls: type[Any], data: Any, prefix: str) -> Any:
+    where = prefix.rstrip(".") or "<root>"
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, f"must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"{prefix}{unknown[0]}", "unknown key", hint=f"known keys: {', '.join(sorted(names))}"
+        )
+    kwargs = {key: _coerce(value, hints[key], f"{prefix}{key}") for key, value in data.items()}
+    try:
+        return cls(**kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"{prefix}{exc.key}", _problem(exc), hint=exc.hint) from None
+
+
+def _problem(exc: ConfigError) -> str:
+    return exc.message.split(": ", 1)[1] if ": " in exc.message else exc.message
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _build(tp, value, f"{key}.")
+    if isinstance(value, _EnvValue) and tp is not str and not _accepts_str(tp):
+        value = _parse_env(value, key)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], key)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(key, f"{value!r} is not one of {', '.join(map(repr, args))}")
+        return value
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list | tuple):
+            raise ConfigError(key, f"expected a list, got {value!r}")
+        return tuple(_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
+    return _scalar(value, tp, key)
+
+
+def _accepts_str(tp: Any) -> bool:
+    return tp is Path or Path in typing.get_args(tp) or str in typing.get_args(tp)
+
+
+def _parse_env(value: str, key: str) -> Any:
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ConfigError(key, f"cannot parse environment value {value!r}") from exc
+
+
+def _scalar(value: Any, tp: Any, key: str) -> Any:
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(key, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ConfigError(key, f"expected an integer, got {value!r}")
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(key, f"expected an integer, got {value!r}") from None
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ConfigError(key, f"expected a number, got {value!r}")
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(key, f"expected a number, got {value!r}") from None
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(key, f"expected a string, got {value!r}")
+        return str(value)
+    if tp is Path:
+        if not isinstance(value, str | Path):
+            raise ConfigError(key, f"expected a path, got {value!r}")
+        return Path(value).expanduser()
+    raise ConfigError(key, f"unsupported type {tp!r}")  # a programming error in a section

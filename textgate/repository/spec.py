@@ -1,0 +1,159 @@
+"""What a model repository holds, as data: one ``TaskSpec`` per bundle.
+
+The spec is target-neutral; ``render.py`` turns it into config.pbtxt messages for the
+embedded server or for NVIDIA's Triton container, and ``builder.py`` writes files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textgate import bundle
+from textgate.config import RepositoryConfig
+from textgate.errors import RepositoryError
+
+# Triton model names become directory names and URL path segments.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task (one bundle): the ensemble ``<task>`` and its steps."""
+
+    task: str
+    bundle_dir: Path
+    manifest: Mapping[str, Any]
+    labels: tuple[str, ...]
+    max_length: int
+    buckets: tuple[int, ...]  # effective bucket lengths, all <= max_length
+    variant: str
+    model_file: str  # the variant's ONNX file, relative to the bundle
+    tokenizer_file: str
+    labels_file: str | None  # labels.json when the bundle has one
+
+    @property
+    def ensemble(self) -> str:
+        return self.task
+
+    @property
+    def tokenize(self) -> str:
+        return f"{self.task}_tokenize"
+
+    @property
+    def model(self) -> str:
+        return f"{self.task}_model"
+
+    @property
+    def postprocess(self) -> str:
+        return f"{self.task}_postprocess"
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class RepositorySpec:
+    tasks: tuple[TaskSpec, ...]
+    settings: RepositoryConfig
+    version: int
+
+    @property
+    def target(self) -> str:
+        return self.settings.target
+
+    @property
+    def fused(self) -> bool:
+        return self.settings.shape_strategy == "fused"
+
+    def model_names(self) -> list[str]:
+        names = []
+        for t in self.tasks:
+            steps = [t.model, t.postprocess] if self.fused else [t.tokenize, t.model, t.postprocess]
+            names += [*steps, t.ensemble]
+        return names
+
+
+def effective_buckets(settings: RepositoryConfig, max_length: int) -> tuple[int, ...]:
+    """Configured lengths clipped to max_length; max_length always closes the list."""
+    if settings.shape_strategy == "fixed":
+        return (max_length,)
+    return tuple(sorted({b for b in settings.bucket_lengths if b < max_length} | {max_length}))
+
+
+def choose_variant(manifest: Mapping[str, Any], settings: RepositoryConfig) -> str:
+    variants: Mapping[str, Any] = manifest["variants"]
+    if settings.variant == "auto":
+        device = "gpu" if settings.instance_group.kind == "gpu" else "cpu"
+        name = (manifest.get("default_variant") or {}).get(device) or "fp32"
+    else:
+        name = settings.variant
+    if name not in variants:
+        raise RepositoryError(
+            f"variant '{name}' is not in the bundle (it has {', '.join(sorted(variants))})",
+            hint="set repository.variant to one of those, or 'auto'",
+        )
+    if variants[name].get("status") == "rejected":
+        raise RepositoryError(
+            f"variant '{name}' was rejected by the export gate: "
+            f"{variants[name].get('reason', 'no reason recorded')}",
+            hint="serve an accepted variant (repository.variant: auto)",
+        )
+    return name
+
+
+def task_spec(
+    bundle_dir: Path, manifest: Mapping[str, Any], settings: RepositoryConfig
+) -> TaskSpec:
+    task = str(manifest.get("task") or "")
+    if not _NAME.match(task):
+        raise RepositoryError(
+            f"{bundle_dir}: task name {task!r} cannot name a Triton model",
+            hint="use letters, digits, '_', '-' or '.'",
+        )
+    labels = tuple(str(x) for x in manifest["labels"])
+    if len(labels) < 2:
+        raise RepositoryError(f"{bundle_dir}: a classifier needs at least two labels")
+    max_length = int(manifest["max_length"])
+    variant = choose_variant(manifest, settings)
+    tokenizer_file = str((manifest.get("tokenizer") or {}).get("file") or "tokenizer.json")
+    if tokenizer_file not in manifest["files"]:
+        raise RepositoryError(f"{bundle_dir}: the bundle lists no {tokenizer_file}")
+    return TaskSpec(
+        task=task,
+        bundle_dir=bundle_dir,
+        manifest=manifest,
+        labels=labels,
+        max_length=max_length,
+        buckets=effective_buckets(settings, max_length),
+        variant=variant,
+        model_file=str(manifest["variants"][variant]["file"]),
+        tokenizer_file=tokenizer_file,
+        labels_file="labels.json" if "labels.json" in manifest["files"] else None,
+    )
+
+
+def describe(
+    bundles: Sequence[Path | str], settings: RepositoryConfig, *, version: int = 1
+) -> RepositorySpec:
+    """Verify every bundle (full rehash) and describe the repository they make."""
+    if not bundles:
+        raise RepositoryError("no bundles given")
+    if version < 1:
+        raise RepositoryError(f"version {version}: Triton versions are integers >= 1")
+    tasks: list[TaskSpec] = []
+    for path in bundles:
+        bundle_dir = Path(path).resolve()
+        spec = task_spec(bundle_dir, bundle.verify(bundle_dir), settings)
+        clash = next((t for t in tasks if t.task == spec.task), None)
+        if clash is not None:
+            raise RepositoryError(
+                f"two bundles are task '{spec.task}': {clash.bundle_dir} and {bundle_dir}",
+                hint="one repository serves one bundle per task; build versions separately",
+            )
+        tasks.append(spec)
+    return RepositorySpec(tasks=tuple(tasks), settings=settings, version=version)

@@ -1,0 +1,51 @@
+"""<task>_postprocess: logits -> probabilities (softmax) and the label name."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import textgate_support as support
+
+support.add_site_packages()
+
+import numpy as np  # noqa: E402
+import triton_python_backend_utils as pb_utils  # noqa: E402
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict[str, str]) -> None:
+        settings = support.Settings(args)
+        labels = json.loads(settings.get("labels"))
+        labels_file = settings.params.get("labels_file")
+        if labels_file:  # the bundle's labels.json must agree with the generated config
+            support.verify_files(settings.version_dir, {labels_file: labels_file})
+            with open(settings.path("labels_file"), encoding="utf-8") as fh:
+                if json.load(fh) != labels:
+                    raise RuntimeError(f"textgate: {labels_file} disagrees with the config")
+        self.labels = np.array([str(x).encode("utf-8") for x in labels], dtype=np.object_)
+
+    def execute(self, requests: list) -> list:
+        responses = []
+        for request in requests:
+            logits = pb_utils.get_input_tensor_by_name(request, "logits").as_numpy()
+            probs = softmax(logits.astype(np.float64)).astype(np.float32)
+            if probs.shape[0]:
+                names = self.labels[np.argmax(probs, axis=1)].reshape(-1, 1)
+            else:
+                names = np.zeros((0, 1), dtype=np.object_)
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor("label", names),
+                        pb_utils.Tensor("probabilities", probs),
+                    ]
+                )
+            )
+        return responses
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    shifted = x - x.max(axis=-1, keepdims=True) if x.size else x
+    e = np.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)

@@ -1,0 +1,513 @@
+"""The ``tritonserver`` process as a lifecycle object: find, start, wait ready, stop.
+
+    with TritonServer(repo, config=cfg.triton) as server:   # start() + wait_ready()
+        server.http_url, server.grpc_url, server.metrics_url
+
+The embedded default runs the binary inside the ``nvidia-pytriton`` wheel. Its Python-backend
+stub embeds the system ``libpython`` and ignores ``PYTHONPATH``; the server therefore exports
+``TEXTGATE_SITE_PACKAGES`` (this interpreter's site-packages), which every generated
+``model.py`` puts on ``sys.path`` before importing numpy. A stub whose libpython is not the one
+this interpreter runs on is refused up front (``check_stub_python``).
+
+Readiness is polled over HTTP with the standard library only, so this module needs no
+tritonclient and shares no client across threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from textgate.config import TritonConfig
+from textgate.errors import ModelLoadError, TritonError, TritonNotFound, TritonStartError
+
+BINARY_ENV = "TEXTGATE_TRITONSERVER"
+SITE_PACKAGES_ENV = "TEXTGATE_SITE_PACKAGES"
+_PR_SET_PDEATHSIG = 1
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Installation:
+    """Where a usable tritonserver lives and what it needs to run."""
+
+    binary: Path
+    source: str  # "config", "env TEXTGATE_TRITONSERVER" or "nvidia-pytriton wheel"
+    backend_dir: Path | None  # an install's own backends; None: prepare from the wheel
+    libs_dir: Path | None  # shared libraries the wheel's binary and stub link against
+    python_backend: Path | None  # the wheel's backends/python (libtriton_python.so, utils)
+    stub: Path | None  # the wheel's stub for this interpreter's major.minor
+
+
+@dataclass(frozen=True)
+class ModelState:
+    name: str
+    version: str
+    state: str  # READY, UNAVAILABLE, LOADING, UNLOADING
+    reason: str
+
+
+def _wheel_root() -> Path | None:
+    try:
+        import pytriton
+    except ImportError:
+        return None
+    return Path(pytriton.__file__).resolve().parent
+
+
+def find_installation(
+    config: TritonConfig | None = None, env: Mapping[str, str] | None = None
+) -> Installation:
+    """Config path, then ``$TEXTGATE_TRITONSERVER``, then the nvidia-pytriton wheel."""
+    config = config or TritonConfig()
+    env = os.environ if env is None else env
+    if config.binary is not None:
+        return _external(config.binary, "config triton.binary", config.backend_dir)
+    if env.get(BINARY_ENV):
+        return _external(Path(env[BINARY_ENV]), f"env {BINARY_ENV}", config.backend_dir)
+    root = _wheel_root()
+    if root is None:
+        raise TritonNotFound(
+            "no tritonserver: the nvidia-pytriton wheel is not installed and neither "
+            f"triton.binary nor {BINARY_ENV} is set",
+            hint="pip install 'textgate[serve]', or point triton.binary at a tritonserver",
+        )
+    dist = root / "tritonserver"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = dist / "python_backend_stubs" / version / "triton_python_backend_stub"
+    if not stub.is_file():
+        have = sorted(p.name for p in (dist / "python_backend_stubs").glob("*"))
+        raise TritonNotFound(
+            f"the nvidia-pytriton wheel has no Python-backend stub for Python {version} "
+            f"(it has {', '.join(have)})",
+            hint="run textgate from a venv made with one of those Python versions",
+        )
+    return Installation(
+        binary=dist / "bin" / "tritonserver",
+        source="nvidia-pytriton wheel",
+        backend_dir=config.backend_dir,
+        libs_dir=root.parent / "nvidia_pytriton.libs",
+        python_backend=dist / "backends" / "python",
+        stub=stub,
+    )
+
+
+def _external(binary: Path, source: str, backend_dir: Path | None) -> Installation:
+    binary = binary.expanduser()
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise TritonNotFound(
+            f"{source} names {binary}, which is not an executable file",
+            hint="fix the path or unset it to use the nvidia-pytriton wheel",
+        )
+    if backend_dir is None:
+        guess = binary.resolve().parent.parent / "backends"  # layout of /opt/tritonserver
+        backend_dir = guess if guess.is_dir() else None
+    return Installation(binary, source, backend_dir, None, None, None)
+
+
+def library_path(inst: Installation, env: Mapping[str, str]) -> str:
+    parts = [str(inst.libs_dir)] if inst.libs_dir else []
+    if env.get("LD_LIBRARY_PATH"):
+        parts.append(env["LD_LIBRARY_PATH"])
+    return os.pathsep.join(parts)
+
+
+def interpreter_libpython() -> Path | None:
+    """The shared libpython this interpreter runs on, or None for a static build."""
+    libdir = sysconfig.get_config_var("LIBDIR")
+    soname = sysconfig.get_config_var("INSTSONAME")
+    if not libdir or not soname:
+        return None
+    path = Path(libdir) / soname
+    return path.resolve() if path.exists() else None
+
+
+def stub_libpython(inst: Installation) -> Path | None:
+    """The libpython the dynamic loader gives the stub (via ldd), or None if unknown."""
+    if inst.stub is None or shutil.which("ldd") is None:
+        return None
+    env = dict(os.environ, LD_LIBRARY_PATH=library_path(inst, os.environ))
+    try:
+        out = subprocess.run(
+            ["ldd", str(inst.stub)], capture_output=True, text=True, env=env, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"libpython\S*\s*=>\s*(\S+)", out)
+    if match is None or match.group(1) == "not":
+        return None
+    return Path(match.group(1)).resolve()
+
+
+def check_stub_python(inst: Installation) -> None:
+    """Refuse a stub that would embed a different Python than this interpreter."""
+    if inst.stub is None:
+        return
+    stub_lib = stub_libpython(inst)
+    ours = interpreter_libpython()
+    if stub_lib is None:
+        raise TritonNotFound(
+            f"the Python-backend stub {inst.stub.name} finds no libpython"
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+            hint=f"install the system package libpython{sys.version_info.major}."
+            f"{sys.version_info.minor}",
+        )
+    if ours is None or ours != stub_lib:
+        raise TritonNotFound(
+            f"the Python-backend stub embeds {stub_lib}, but this interpreter "
+            f"({sys.executable}, Python {sys.version.split()[0]}) runs on "
+            f"{ours or 'a static libpython'}; models would import packages built for another "
+            "Python",
+            hint="recreate the venv from the system interpreter that owns that libpython "
+            "(e.g. `/usr/bin/python3.11 -m venv .venv`) and reinstall textgate",
+        )
+
+
+def site_packages() -> list[str]:
+    paths = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    return list(dict.fromkeys(p for p in paths if Path(p).is_dir()))
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: the kernel sends SIGTERM to tritonserver
+    # when the thread that started it exits, so no server outlives a crashed parent.
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class TritonServer:
+    """One tritonserver process serving one model repository in explicit control mode."""
+
+    def __init__(
+        self,
+        repository: Path | str,
+        *,
+        models: Sequence[str] | None = None,
+        config: TritonConfig | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self.repository = Path(repository).resolve()
+        self.config = config or TritonConfig()
+        self.models = list(models) if models is not None else repository_models(self.repository)
+        self.extra_args = list(extra_args)
+        self.installation: Installation | None = None
+        self.http_port = self.grpc_port = self.metrics_port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._log_path: Path | None = None
+        self._final_log = ""
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> TritonServer:
+        if self._proc is not None and self._proc.poll() is None:
+            raise TritonError(f"tritonserver is already running (pid {self._proc.pid})")
+        if not self.repository.is_dir():
+            raise TritonStartError(f"model repository {self.repository} is not a directory")
+        inst = find_installation(self.config)
+        check_stub_python(inst)
+        self.installation = inst
+        self._workdir = Path(tempfile.mkdtemp(prefix="textgate-triton-"))
+        self._log_path = self.config.log_file or self._workdir / "tritonserver.log"
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._pick_ports()
+        cmd = [str(inst.binary), *self._args(inst, self._prepare_backends(inst))]
+        with open(self._log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self._env(inst),
+                start_new_session=True,  # own process group: stop() reaches the stubs too
+                preexec_fn=_die_with_parent,
+            )
+        return self
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until the server is live and every model settled; raise on any failure."""
+        timeout = self.config.startup_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check()
+            if self._get("/v2/health/live") is not None:
+                states = self.model_states()
+                pending = [m for m in self.models if _pending(states.get(m))]
+                if not pending:
+                    self._raise_failed(states)
+                    return
+            if time.monotonic() > deadline:
+                raise TritonStartError(
+                    f"tritonserver was not ready after {timeout:.0f} s\n{self.log_tail(20)}",
+                    hint=f"raise triton.startup_timeout_s, or read the log: {self._log_path}",
+                )
+            time.sleep(_POLL_S)
+
+    def stop(self) -> int | None:
+        """SIGINT (Triton drains in-flight requests), then SIGKILL the process group."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=self.config.exit_timeout_s + 5)
+            except subprocess.TimeoutExpired:
+                self._kill_group(proc.pid)
+                proc.wait(timeout=30)
+        # Stubs are Triton's children in our process group; none may outlive the server.
+        self._kill_group(proc.pid)
+        self._final_log = self.log_tail(200)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        return proc.returncode
+
+    def __enter__(self) -> TritonServer:
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # --- state -----------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    def check(self) -> None:
+        """Raise ``TritonStartError`` if the process has exited (killed, crashed)."""
+        if self._proc is None:
+            raise TritonError("tritonserver was never started")
+        code = self._proc.poll()
+        if code is None:
+            return
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        raise TritonStartError(f"tritonserver (pid {self._proc.pid}) {how}\n{self.log_tail(20)}")
+
+    @property
+    def http_url(self) -> str:
+        return f"{self._host()}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self._host()}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self._host()}:{self.metrics_port}/metrics"
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log_path
+
+    def log_tail(self, lines: int = 50) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def log_text(self) -> str:
+        if self._log_path is not None and self._log_path.is_file():
+            return self._log_path.read_text(encoding="utf-8", errors="replace")
+        return self._final_log
+
+    def metadata(self) -> dict[str, Any]:
+        """Server metadata (name, version, extensions)."""
+        data = self._get("/v2")
+        if not isinstance(data, dict):
+            raise TritonError("tritonserver did not answer GET /v2")
+        return data
+
+    def model_states(self) -> dict[str, ModelState]:
+        """Repository index: one state per model (the worst of its versions)."""
+        raw = self._post("/v2/repository/index", {})
+        states: dict[str, ModelState] = {}
+        for entry in raw if isinstance(raw, list) else []:
+            state = ModelState(
+                entry.get("name", ""),
+                str(entry.get("version", "")),
+                entry.get("state", ""),
+                entry.get("reason", ""),
+            )
+            prev = states.get(state.name)
+            if prev is None or prev.state == "READY":
+                states[state.name] = state
+        return states
+
+    def load_model(self, name: str) -> None:
+        """Load (or reload) one model; raise ``ModelLoadError`` with Triton's reason."""
+        try:
+            self._request("POST", f"/v2/repository/models/{name}/load", {})
+        except urllib.error.HTTPError as exc:
+            body = exc.read().decode("utf-8", "replace")
+            raise ModelLoadError(name, self._excerpt(name, body)) from None
+
+    def unload_model(self, name: str) -> None:
+        self._request("POST", f"/v2/repository/models/{name}/unload", {})
+
+    # --- internals -------------------------------------------------------------------
+
+    def _pick_ports(self) -> None:
+        cfg = self.config
+        taken: set[int] = set()
+        ports = []
+        for wanted in (cfg.http_port, cfg.grpc_port, cfg.metrics_port):
+            port = wanted
+            while port == 0 or port in taken:
+                port = free_port(cfg.address)
+            taken.add(port)
+            ports.append(port)
+        self.http_port, self.grpc_port, self.metrics_port = ports
+
+    def _prepare_backends(self, inst: Installation) -> Path | None:
+        """Copy the wheel's Python backend with the stub for this interpreter."""
+        if inst.backend_dir is not None:
+            return inst.backend_dir
+        if inst.python_backend is None or inst.stub is None or self._workdir is None:
+            return None
+        dest = self._workdir / "backends" / "python"
+        shutil.copytree(inst.python_backend, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(inst.stub, dest / "triton_python_backend_stub")
+        return dest.parent
+
+    def _args(self, inst: Installation, backends: Path | None) -> list[str]:
+        cfg = self.config
+        # A unique shared-memory prefix: several servers on one machine must not collide.
+        shm = f"textgate{os.getpid()}_{secrets.token_hex(3)}_"
+        args = [
+            f"--model-repository={self.repository}",
+            "--model-control-mode=explicit",
+            *(f"--load-model={m}" for m in self.models),
+            f"--http-address={cfg.address}",
+            f"--http-port={self.http_port}",
+            f"--grpc-address={cfg.address}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={cfg.address}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-metrics=true",
+            "--allow-gpu-metrics=false",
+            # One broken model must not take the others down; wait_ready reports it.
+            "--exit-on-error=false",
+            "--strict-readiness=false",
+            "--disable-auto-complete-config",
+            f"--exit-timeout-secs={cfg.exit_timeout_s}",
+            f"--log-verbose={cfg.log_verbose}",
+            f"--backend-config=python,shm-region-prefix-name={shm}",
+        ]
+        if backends is not None:
+            args.append(f"--backend-directory={backends}")
+        if inst.libs_dir is not None:
+            args.append("--pinned-memory-pool-byte-size=0")  # the wheel's server is CPU-only
+        return args + self.extra_args
+
+    def _env(self, inst: Installation) -> dict[str, str]:
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = library_path(inst, os.environ)
+        env[SITE_PACKAGES_ENV] = os.pathsep.join(site_packages())
+        return env
+
+    def _raise_failed(self, states: dict[str, ModelState]) -> None:
+        failed = [m for m in self.models if states.get(m, _MISSING).state != "READY"]
+        if not failed:
+            return
+        first = failed[0]
+        reason = states.get(first, _MISSING).reason
+        others = f"\n(also not ready: {', '.join(failed[1:])})" if failed[1:] else ""
+        raise ModelLoadError(
+            first,
+            self._excerpt(first, reason) + others,
+            hint=f"full log: {self._log_path}",
+        )
+
+    def _excerpt(self, model: str, reason: str) -> str:
+        # Lines naming the model; the stub's Python traceback arrives as its own lines.
+        quoted = [
+            line
+            for line in self.log_text().splitlines()
+            if f"'{model}'" in line or "textgate:" in line
+        ]
+        lines = ([f"  reason: {reason}"] if reason else []) + [f"  | {q}" for q in quoted[-15:]]
+        return "\n".join(lines) or "  (no log lines)"
+
+    def _host(self) -> str:
+        return "127.0.0.1" if self.config.address in ("0.0.0.0", "") else self.config.address
+
+    def _get(self, path: str) -> Any:
+        try:
+            return self._request("GET", path, None)
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        try:
+            return self._request("POST", path, body)
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"http://{self.http_url}{path}", data=data, method=method)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            text = resp.read().decode("utf-8")
+        return json.loads(text) if text else {}
+
+    @staticmethod
+    def _kill_group(pgid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+_MISSING = ModelState("", "", "MISSING", "not in the repository index")
+
+
+def _pending(state: ModelState | None) -> bool:
+    return state is not None and state.state in ("LOADING", "UNLOADING")
+
+
+def repository_models(repository: Path) -> list[str]:
+    """Every model directory (one holding config.pbtxt), ensembles last."""
+    if not repository.is_dir():
+        return []
+    names = sorted(p.parent.name for p in repository.glob("*/config.pbtxt"))
+    return names
