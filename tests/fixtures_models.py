@@ -104,7 +104,7 @@ def bpe_tokenizer(out: Path) -> Any:
     )
     tok.train_from_iterator([t for t, _ in sentences(400, seed=7)], trainer)
     tok.post_processor = processors.RobertaProcessing(
-        sep=("</s>", tok.token_to_id("</s>")), cls=("<s>", tok.token_to_id("<s>"))
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>"))
     )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,

@@ -183,9 +183,137 @@ def _print_train_summary(result: dict[str, Any], output: Path) -> None:
     )
 
 
+# --- export / verify ------------------------------------------------------------------
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "export",
+        help="export a checkpoint to a gated ONNX bundle (fp32, fused fp32, fp16, int8)",
+        description="Export a textgate or Hugging Face sequence-classification checkpoint "
+        "to ONNX, check it against PyTorch on 500+ texts (max |Δp| <= 1e-4, same arg-max) "
+        "in a child process, lock the tokenizer, build the serving variants and gate each "
+        "against fp32 on the test split. Writes the bundle and its manifest.json (SHA-256 "
+        "of every file). A failed parity gate fails the command; a variant that fails its "
+        "gate is kept, marked 'rejected', and never served by default.",
+        epilog="example: textgate export checkpoints/spam -o bundles/spam\n"
+        "         textgate export my-distilbert/ -o bundles/reviews --variants int8 "
+        "--max-f1-drop 0.01",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("checkpoint", type=Path, help="checkpoint directory")
+    p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
+    p.add_argument("--max-f1-drop", default="0.005", help="largest F1 loss a variant may cost")
+    p.add_argument("--min-agreement", default="0.995", help="smallest arg-max agreement with fp32")
+    p.add_argument("--parity-n", default="500", help="texts in the parity check (>= 500)")
+    p.add_argument("--opset", default="17", help="ONNX opset (>= 17)")
+    p.add_argument(
+        "--variants", default="fp32-opt,fp16,int8", help="comma-separated variants besides fp32"
+    )
+    p.add_argument("--force", action="store_true", help="replace a previous bundle at -o")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_export)
+
+
+def _number(args: argparse.Namespace, name: str, kind: type[float] | type[int]) -> Any:
+    raw = getattr(args, name)
+    try:
+        return kind(raw)
+    except ValueError:
+        flag = "--" + name.replace("_", "-")
+        raise errors.ConfigError(
+            name,
+            f"{flag} must be a number, got {raw!r}",
+            hint=f"see `textgate export --help` for {flag}",
+        ) from None
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from textgate.export import export_bundle
+
+    manifest = export_bundle(
+        args.checkpoint,
+        args.output,
+        max_f1_drop=_number(args, "max_f1_drop", float),
+        min_agreement=_number(args, "min_agreement", float),
+        parity_n=_number(args, "parity_n", int),
+        opset=_number(args, "opset", int),
+        variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
+        overwrite=args.force,
+        console=console,
+    )
+    if args.json:
+        _print_json(manifest)
+    else:
+        _print_bundle(args.output, manifest)
+    return 0
+
+
+def _add_verify(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "verify",
+        help="recompute every SHA-256 of a bundle; fail naming any bad file",
+        description="Check a bundle against its manifest.json: every file's SHA-256 and "
+        "size, no missing and no extra files, the required manifest keys. Prints the files "
+        "and the variant table; exits non-zero naming the first bad file.",
+        epilog="example: textgate verify bundles/spam",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", type=Path, help="bundle directory")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_verify)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from textgate import bundle
+
+    manifest = bundle.verify(args.bundle)
+    if args.json:
+        _print_json(manifest)
+    else:
+        _print_bundle(args.bundle, manifest)
+    return 0
+
+
+def _print_bundle(path: Path, manifest: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    files = Table(title=f"{path}: {len(manifest['files'])} files, all hashes match")
+    for col in ("file", "bytes", "sha256"):
+        files.add_column(col)
+    for name, digest in manifest["files"].items():
+        files.add_row(name, str(manifest.get("sizes", {}).get(name, "?")), digest[:16])
+    out.print(files)
+    variants = Table(title="variants")
+    for col in ("variant", "file", "status", "agreement", "F1 Δ", "batch-1 ms", "reason"):
+        variants.add_column(col)
+    for name, v in manifest["variants"].items():
+        colour = {"accepted": "green", "rejected": "red"}.get(v["status"], "yellow")
+        variants.add_row(
+            name,
+            v["file"],
+            f"[{colour}]{v['status']}[/]",
+            _fmt(v.get("agreement")),
+            _fmt(v.get("f1_delta")),
+            _fmt((v.get("latency_ms") or {}).get("batch1")),
+            escape(v.get("reason") or ""),
+        )
+    out.print(variants)
+    out.print(f"default: {manifest.get('default_variant')}", highlight=False)
+
+
+def _fmt(x: Any) -> str:
+    return "-" if x is None else f"{x:.4f}" if isinstance(x, float) else str(x)
+
+
 # --- registry ---------------------------------------------------------------------------
 
-ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [_add_data, _add_train]  # type: ignore[type-arg]
+ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_data,
+    _add_train,
+    _add_export,
+    _add_verify,
+]  # type: ignore[type-arg]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,7 +33,9 @@ def load_model(ckpt: Checkpoint, attn: str = "eager") -> Any:
     require("torch", "train")
     require("transformers", "train")
     from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # our own progress line says what is happening
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
             str(ckpt.path), attn_implementation=attn

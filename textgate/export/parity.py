@@ -79,10 +79,12 @@ def _compute(req: dict[str, Any]) -> dict[str, Any]:
     """The child's work: torch and ORT on the same token ids, plus the tokenizer lock."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     from textgate.export import inference
 
     torch.set_num_threads(inference.threads())
+    hf_logging.disable_progress_bar()
     texts: list[str] = req["texts"]
     max_length: int = req["max_length"]
     hf = AutoTokenizer.from_pretrained(req["checkpoint"])

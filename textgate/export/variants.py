@@ -94,16 +94,24 @@ def build_fp16(src: Path, dst: Path) -> None:
 
 
 def build_int8(src: Path, dst: Path) -> None:
+    import logging
+
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        str(src),
-        str(dst),
-        weight_type=QuantType.QInt8,
-        # Fused contrib ops carry no type info for the quantizer; without this it fails.
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # it advises pre-processing on the root logger every time
+    try:
+        quantize_dynamic(
+            str(src),
+            str(dst),
+            weight_type=QuantType.QInt8,
+            # Fused contrib ops carry no type info for the quantizer; without this it fails.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(level)
 
 
 def build(name: str, bundle_dir: Path, ckpt: Checkpoint, source: Path) -> dict[str, Any]:
