@@ -9,3 +9,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# Tiny random checkpoints and their exported bundles, built lazily once per session.
+from fixtures_models import tiny_bundle, tiny_checkpoint  # noqa: F401

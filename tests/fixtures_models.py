@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 LABELS = ("ham", "spam")
 MAX_LENGTH = 48
-_WORDS = (
-    "free prize win call now claim cash offer urgent reply stop txt mobile bonus "
-    "hello meeting lunch tomorrow thanks love home later sorry tonight see you soon ok"
-).split()
+_SPAMMY = "free prize win call now claim cash offer urgent reply stop txt mobile bonus"
+_PLAIN = "hello meeting lunch tomorrow thanks love home later sorry tonight see you soon ok"
+_WORDS = (*_SPAMMY.split(), *_PLAIN.split())
 
 
 def minilm_tokenizer_dir() -> Path:
@@ -32,7 +34,7 @@ def sentences(n: int, seed: int) -> list[tuple[str, str]]:
     rows = []
     for _ in range(n):
         words = [rng.choice(_WORDS) for _ in range(rng.randint(2, 30))]
-        spam = sum(w in _WORDS[:14] for w in words) > len(words) / 2
+        spam = sum(w in _SPAMMY.split() for w in words) > len(words) / 2
         rows.append((" ".join(words), LABELS[int(spam)]))
     return rows
 
@@ -154,3 +156,41 @@ def _textgate_files(out: Path, kind: str) -> None:
     }
     (out / "textgate.json").write_text(json.dumps(meta))
     (out / "metrics.json").write_text(json.dumps({"accuracy": 0.5, "labels": list(LABELS)}))
+
+
+# --- pytest fixtures (imported by tests/conftest.py) --------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """``tiny_checkpoint(kind, textgate=True)``: bert, distilbert or roberta, built once."""
+    cache: dict[tuple[str, bool], Path] = {}
+
+    def make(kind: str, textgate: bool = True) -> Path:
+        key = (kind, textgate)
+        if key not in cache:
+            root = tmp_path_factory.mktemp(f"ckpt-{kind}-{'tg' if textgate else 'hf'}")
+            cache[key] = make_checkpoint(root / "checkpoint", kind, textgate=textgate)
+        return cache[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(
+    tiny_checkpoint: Callable[..., Path], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., Path]:
+    """``tiny_bundle(kind, textgate=True)``: the exported bundle, built once; do not modify."""
+    cache: dict[tuple[str, bool], Path] = {}
+
+    def make(kind: str, textgate: bool = True) -> Path:
+        from textgate.export import export_bundle
+
+        key = (kind, textgate)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(f"bundle-{kind}") / "bundle"
+            export_bundle(tiny_checkpoint(kind, textgate), out)
+            cache[key] = out
+        return cache[key]
+
+    return make
