@@ -1,0 +1,161 @@
+"""The embedded repository served by a real tritonserver: HTTP, gRPC, batching, bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textgate.triton import TritonServer
+
+httpclient = pytest.importorskip("tritonclient.http")
+grpcclient = pytest.importorskip("tritonclient.grpc")
+InferenceServerException = pytest.importorskip("tritonclient.utils").InferenceServerException
+
+MAX_LENGTH = 64  # as the tiny bundles in conftest.py
+MAX_BATCH = 16  # as repo_settings() in conftest.py
+TASKS = {"spam": ("ham", "spam"), "sentiment": ("negative", "positive")}
+
+pytestmark = [pytest.mark.triton, pytest.mark.slow, pytest.mark.timeout(300)]
+
+TEXTS = [
+    "Free entry in 2 a wkly comp to win FA Cup final tkts",
+    "ok see you at home",
+    "URGENT! You have won a 1 week FREE membership " * 20,
+    "Héllo wörld, ça va? 你好，世界 🙂🙃",
+    "",
+]
+
+
+def reference(bundle: Path, texts: Sequence[str]) -> np.ndarray:
+    """Direct ONNX Runtime, one unpadded text at a time: what the ensemble must equal."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(bundle / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(MAX_LENGTH)
+    session = ort.InferenceSession(str(bundle / "model.onnx"), providers=["CPUExecutionProvider"])
+    rows = []
+    for text in texts:
+        ids = np.array([tok.encode(text).ids], dtype=np.int64)
+        logits = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        rows.append((e / e.sum(axis=1, keepdims=True))[0])
+    return np.array(rows, dtype=np.float64)
+
+
+def text_tensor(module: object, texts: Sequence[str | bytes]) -> object:
+    data = np.array([[t if isinstance(t, bytes) else t.encode()] for t in texts], dtype=np.object_)
+    tensor = module.InferInput("text", list(data.shape), "BYTES")  # type: ignore[attr-defined]
+    tensor.set_data_from_numpy(data)
+    return tensor
+
+
+def infer_http(server: TritonServer, model: str, texts: Sequence[str | bytes]) -> tuple:
+    client = httpclient.InferenceServerClient(server.http_url)  # one client per thread
+    try:
+        result = client.infer(model, [text_tensor(httpclient, texts)])
+        return result.as_numpy("label"), result.as_numpy("probabilities")
+    finally:
+        client.close()
+
+
+def infer_grpc(server: TritonServer, model: str, texts: Sequence[str | bytes]) -> tuple:
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        result = client.infer(model, [text_tensor(grpcclient, texts)])
+        return result.as_numpy("label"), result.as_numpy("probabilities")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("task", list(TASKS))
+def test_ensemble_equals_direct_onnxruntime(
+    triton_server: TritonServer, tiny_bundles: dict[str, Path], protocol: str, task: str
+) -> None:
+    infer = infer_http if protocol == "http" else infer_grpc
+    labels, probs = infer(triton_server, task, TEXTS)
+    expected = reference(tiny_bundles[task], TEXTS)
+    assert probs.shape == (len(TEXTS), len(TASKS[task]))
+    assert np.abs(probs - expected).max() <= 1e-5
+    names = [TASKS[task][i].encode() for i in expected.argmax(axis=1)]
+    assert labels.reshape(-1).tolist() == names
+
+
+def test_concurrent_requests_are_batched(
+    triton_server: TritonServer, tiny_bundles: dict[str, Path]
+) -> None:
+    texts = [f"message number {i} " + "word " * (i % 7) for i in range(96)]
+    expected = reference(tiny_bundles["spam"], texts)
+    before = _stats(triton_server, "spam_model")
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(lambda t: infer_grpc(triton_server, "spam", [t]), texts))
+    got = np.array([probs[0] for _labels, probs in results])
+    assert np.abs(got - expected).max() <= 1e-5
+    after = _stats(triton_server, "spam_model")
+    requests = after["inference_count"] - before["inference_count"]
+    executions = after["execution_count"] - before["execution_count"]
+    assert requests == len(texts)
+    assert executions < requests, "the dynamic batcher never merged two requests"
+
+
+def _stats(server: TritonServer, model: str) -> dict[str, int]:
+    client = httpclient.InferenceServerClient(server.http_url)
+    try:
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    finally:
+        client.close()
+    return {k: int(stats[k]) for k in ("inference_count", "execution_count")}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "spam " * 20_000,  # 100 KB
+        b"caf\xe9 \xff\xfe invalid utf-8",
+        "😀😀😀 mixed Ελληνικά 中文 العربية русский",
+    ],
+    ids=["empty", "100KB", "invalid-utf8", "emoji-mixed-scripts"],
+)
+def test_odd_texts_get_a_defined_result(triton_server: TritonServer, text: str | bytes) -> None:
+    labels, probs = infer_http(triton_server, "spam", [text])
+    assert labels.shape == (1, 1) and labels[0, 0] in (b"ham", b"spam")
+    assert probs.shape == (1, 2) and abs(float(probs.sum()) - 1.0) < 1e-5
+    _assert_healthy(triton_server)
+
+
+def test_zero_element_request_is_answered_or_refused_clearly(triton_server: TritonServer) -> None:
+    client = httpclient.InferenceServerClient(triton_server.http_url)
+    try:
+        tensor = httpclient.InferInput("text", [0, 1], "BYTES")
+        tensor.set_data_from_numpy(np.zeros((0, 1), dtype=np.object_))
+        try:
+            result = client.infer("spam", [tensor])
+        except InferenceServerException as exc:
+            # Triton refuses it before any model runs, naming the input and the model.
+            assert "'text'" in str(exc) and "'spam'" in str(exc), str(exc)
+        else:
+            assert result.as_numpy("probabilities").shape == (0, 2)
+    finally:
+        client.close()
+    _assert_healthy(triton_server)
+
+
+def test_batch_over_max_batch_size_is_a_clear_error(triton_server: TritonServer) -> None:
+    with pytest.raises(InferenceServerException, match="batch"):
+        infer_http(triton_server, "spam", ["x"] * (MAX_BATCH + 1))
+    labels, _ = infer_http(triton_server, "spam", ["x"] * MAX_BATCH)
+    assert labels.shape == (MAX_BATCH, 1)
+    _assert_healthy(triton_server)
+
+
+def _assert_healthy(server: TritonServer) -> None:
+    server.check()
+    states = server.model_states()
+    assert all(states[m].state == "READY" for m in server.models), states
