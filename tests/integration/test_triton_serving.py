@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -9,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from textgate.config import RepositoryConfig, TritonConfig
+from textgate.errors import ModelLoadError, TritonStartError
+from textgate.repository import build
 from textgate.triton import TritonServer
 
 httpclient = pytest.importorskip("tritonclient.http")
@@ -159,3 +166,55 @@ def _assert_healthy(server: TritonServer) -> None:
     server.check()
     states = server.model_states()
     assert all(states[m].state == "READY" for m in server.models), states
+
+
+# --- failure paths and other repository shapes: own servers, always stopped ---------------
+
+
+def _config() -> TritonConfig:
+    return TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
+
+
+def test_corrupted_model_fails_alone_then_kill_is_reported(
+    embedded_repo: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(embedded_repo, repo)
+    onnx = repo / "spam_model" / "1" / "model.onnx"
+    onnx.write_bytes(onnx.read_bytes()[:-100] + b"\0" * 100)
+    server = TritonServer(repo, config=_config())
+    server.start()
+    try:
+        with pytest.raises(ModelLoadError) as info:
+            server.wait_ready()
+        assert info.value.model in ("spam_model", "spam")
+        assert "model.onnx" in str(info.value) and "manifest" in str(info.value)
+        states = server.model_states()
+        assert states["spam_model"].state == "UNAVAILABLE"
+        assert all(states[m].state == "READY" for m in states if m.startswith("sentiment"))
+        labels, _ = infer_http(server, "sentiment", ["still serving"])
+        assert labels.shape == (1, 1)
+
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while server.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.alive
+        with pytest.raises(TritonStartError, match="killed by signal 9"):
+            server.check()
+    finally:
+        server.stop()
+    assert not server.alive
+
+
+def test_fused_strategy_serves_the_same_results(
+    tiny_bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    repo = tmp_path / "fused"
+    settings = RepositoryConfig(max_batch_size=MAX_BATCH, shape_strategy="fused")
+    build([tiny_bundles["spam"]], repo, settings)
+    assert not (repo / "spam_tokenize").exists()
+    with TritonServer(repo, config=_config()) as server:
+        _labels, probs = infer_grpc(server, "spam", TEXTS)
+    assert np.abs(probs - reference(tiny_bundles["spam"], TEXTS)).max() <= 1e-5
