@@ -51,9 +51,9 @@ def _model(kind: str, tokenizer: Any) -> Any:
     )
 
     torch.manual_seed(0)
-    labels = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
+    labels: dict[str, Any] = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
     if kind == "bert":
-        cfg = BertConfig(
+        cfg: Any = BertConfig(
             vocab_size=tokenizer.vocab_size,
             hidden_size=32,
             num_hidden_layers=2,
@@ -105,9 +105,9 @@ def bpe_tokenizer(out: Path) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator([t for t, _ in sentences(400, seed=7)], trainer)
-    tok.post_processor = processors.RobertaProcessing(
-        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>"))
-    )
+    sep, cls = tok.token_to_id("</s>"), tok.token_to_id("<s>")
+    assert sep is not None and cls is not None
+    tok.post_processor = processors.RobertaProcessing(("</s>", sep), ("<s>", cls))
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<s>",
