@@ -1,0 +1,57 @@
+"""The stdlib-only helpers the generated Python models share (no Triton needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from textgate.repository.templates import textgate_support as support
+
+
+def test_bucket_for() -> None:
+    assert support.bucket_for(1, [16, 32]) == 16
+    assert support.bucket_for(16, [16, 32]) == 16
+    assert support.bucket_for(17, [16, 32]) == 32
+    assert support.bucket_for(99, [16, 32]) == 32
+
+
+def test_decode_never_raises() -> None:
+    assert support.decode(b"caf\xc3\xa9") == "café"
+    assert support.decode(b"\xff") == "\ufffd"
+    assert support.decode("x") == "x"
+
+
+def test_verify_files(tmp_path: Path) -> None:
+    (tmp_path / "a.onnx").write_bytes(b"abc")
+    digest = support.sha256_file(str(tmp_path / "a.onnx"))
+    (tmp_path / "manifest.json").write_text(json.dumps({"files": {"a.onnx": digest}}))
+    support.verify_files(str(tmp_path), {"a.onnx": "a.onnx"})
+    (tmp_path / "a.onnx").write_bytes(b"abd")
+    with pytest.raises(RuntimeError, match=r"a\.onnx.*does not match"):
+        support.verify_files(str(tmp_path), {"a.onnx": "a.onnx"})
+
+
+def test_add_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", ["/x"])
+    monkeypatch.setenv(support.SITE_PACKAGES_ENV, os.pathsep.join(["/a", "/b"]))
+    support.add_site_packages()
+    assert sys.path == ["/a", "/b", "/x"]
+
+
+def test_settings_reads_parameters(tmp_path: Path) -> None:
+    config = {"parameters": {"bucket_lengths": {"string_value": "16,32"}}}
+    args = {
+        "model_name": "m",
+        "model_config": json.dumps(config),
+        "model_repository": str(tmp_path),
+        "model_version": "3",
+    }
+    s = support.Settings(args)
+    assert s.ints("bucket_lengths") == [16, 32]
+    assert s.version_dir == os.path.join(str(tmp_path), "3")
+    with pytest.raises(RuntimeError, match="'missing'"):
+        s.get("missing")

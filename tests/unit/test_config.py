@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from textgate.config import Config, RepositoryConfig, TritonConfig
+from textgate.errors import ConfigError
+
+
+def test_defaults_are_valid() -> None:
+    cfg = Config()
+    assert cfg.repository.bucket_lengths == (16, 32, 64, 128, 256)
+    assert cfg.triton.http_port == 8000
+
+
+def test_from_dict_nested_and_env_override() -> None:
+    cfg = Config.from_dict(
+        {"repository": {"dynamic_batching": {"preferred_batch_sizes": [4, 8]}}},
+        env={
+            "TEXTGATE_TRITON__HTTP_PORT": "0",
+            "TEXTGATE_REPOSITORY__BUCKET_LENGTHS": "32,64",
+            "TEXTGATE_REPOSITORY__INSTANCE_GROUP__COUNT": "2",
+            "TEXTGATE_TRITON__LOG_FILE": "/tmp/x.log",
+            "TEXTGATE_TRITONSERVER": "/ignored/not/a/section",
+        },
+    )
+    assert cfg.triton.http_port == 0
+    assert cfg.triton.log_file == Path("/tmp/x.log")
+    assert cfg.repository.bucket_lengths == (32, 64)
+    assert cfg.repository.instance_group.count == 2
+    assert cfg.repository.dynamic_batching.preferred_batch_sizes == (4, 8)
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"triton": {"http_port": 70000}}, "triton.http_port"),
+        ({"triton": {"nope": 1}}, "triton.nope"),
+        ({"nope": {}}, "nope"),
+        ({"repository": {"bucket_lengths": [64, 32]}}, "repository.bucket_lengths"),
+        ({"repository": {"instance_group": {"count": 0}}}, "repository.instance_group.count"),
+        ({"repository": {"instance_group": {"kind": "tpu"}}}, "repository.instance_group.kind"),
+        ({"repository": {"max_batch_size": "many"}}, "repository.max_batch_size"),
+        ({"repository": {"variant": "int4"}}, "repository.variant"),
+        (
+            {"repository": {"target": "triton-container", "shape_strategy": "fused"}},
+            "repository.shape_strategy",
+        ),
+        (
+            {"repository": {"dynamic_batching": {"preferred_batch_sizes": [128]}}},
+            "repository.dynamic_batching.preferred_batch_sizes",
+        ),
+        (
+            {"repository": {"version_policy": {"policy": "specific"}}},
+            "repository.version_policy.versions",
+        ),
+        ({"triton": {"startup_timeout_s": True}}, "triton.startup_timeout_s"),
+    ],
+)
+def test_errors_name_the_dotted_key(data: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Config.from_dict(data)
+    assert info.value.key == key
+    assert f"'{key}'" in str(info.value)
+
+
+def test_env_error_names_the_key() -> None:
+    with pytest.raises(ConfigError) as info:
+        Config.from_dict(None, env={"TEXTGATE_TRITON__GRPC_PORT": "abc"})
+    assert info.value.key == "triton.grpc_port"
+
+
+def test_from_file_and_example_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("repository:\n  max_batch_size: 8\n", encoding="utf-8")
+    assert Config.from_file(path).repository.max_batch_size == 8
+    example = Path(__file__).resolve().parents[2] / "deploy" / "textgate.example.yaml"
+    assert Config.from_file(example) == Config()  # the example documents the defaults
+
+
+def test_bad_yaml_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("- just\n- a list\n", encoding="utf-8")
+    with pytest.raises(ConfigError):
+        Config.from_file(path)
+
+
+def test_sections_are_frozen_and_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        TritonConfig(8000)  # type: ignore[misc]
+    cfg = RepositoryConfig()
+    with pytest.raises(AttributeError):
+        cfg.max_batch_size = 3  # type: ignore[misc]
+
+
+def test_to_dict_round_trips() -> None:
+    cfg = Config.from_dict({"repository": {"bucket_lengths": [8, 16]}})
+    assert Config.from_dict(cfg.to_dict()) == cfg
