@@ -306,6 +306,244 @@ def _fmt(x: Any) -> str:
     return "-" if x is None else f"{x:.4f}" if isinstance(x, float) else str(x)
 
 
+# --- build ----------------------------------------------------------------------------
+
+
+def _add_build(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "build",
+        help="train → export → variants → verify with the defaults, cached by input hash",
+        description="Build a task's verified bundle from its packaged corpus (or --data): "
+        "fine-tune the packaged MiniLM, export and gate the ONNX variants, verify every "
+        "hash, and copy the bundle to -o. The result is cached under the hash of the data, "
+        "base model, options and build code; an unchanged build takes seconds.",
+        epilog="example: textgate build spam -o artifacts/spam\n"
+        "         textgate build sentiment -o artifacts/sentiment --max-minutes 15",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("task", help="spam, sentiment, sentiment-zh, or your task with --data")
+    p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
+    p.add_argument("--data", type=Path, help="CSV, TSV or JSONL file (default: packaged corpus)")
+    p.add_argument("--text-column", default="text", help="column holding the text")
+    p.add_argument("--label-column", default="label", help="column holding the label")
+    p.add_argument("--labels", help="declared label set, comma-separated, in class-id order")
+    p.add_argument("--strict", action="store_true", help="any skipped row is an error")
+    p.add_argument("--max-minutes", type=float, help="training time budget")
+    p.add_argument("--seed", type=int, default=42, help="seed for everything random")
+    p.add_argument("--rebuild", action="store_true", help="ignore the cache")
+    p.add_argument("--force", action="store_true", help="replace a non-bundle directory at -o")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_build)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from textgate import build, train
+
+    options = train.TrainOptions(max_minutes=args.max_minutes, seed=args.seed)
+    args.task = args.task.strip()
+    table = _load_from_args(args)
+    manifest = build.build(
+        args.task,
+        args.output,
+        table=table,
+        train_options=options,
+        rebuild=args.rebuild,
+        force=args.force,
+        log=console.print,
+    )
+    if args.json:
+        _print_json(manifest)
+        return 0
+    _print_bundle(args.output, manifest)
+    test = manifest["metrics"]["test"]
+    parity = manifest["parity"]
+    out.print(
+        f"{manifest['task']}: test accuracy {test['accuracy']:.4f}  F1 {test['f1']:.4f}  "
+        f"macro-F1 {test['macro_f1']:.4f}; parity max |Δp| {parity['max_abs_diff']:.2e} "
+        f"over {parity['n']} texts, arg-max agreement {parity['argmax_agreement']:.4f}",
+        highlight=False,
+    )
+    return 0
+
+
+# --- serving: doctor / repo build / serve-triton ----------------------------------------
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "doctor",
+        help="check that this machine can serve: tritonserver, stub Python, ONNX Runtime, GPU",
+        description="Find tritonserver and its Python-backend stub, check that the stub embeds "
+        "the Python this venv runs on, start an empty server to read its version, and list "
+        "ONNX Runtime's version and execution providers and any GPU. Each failed check "
+        "prints its fix.",
+        epilog="example: textgate doctor\n         textgate doctor --no-start --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, help="textgate YAML config (triton section)")
+    p.add_argument("--no-start", action="store_true", help="do not start a server for its version")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.set_defaults(handler=_run_doctor)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    from textgate.triton import diagnose
+
+    cfg = _load_config(args.config)
+    checks = diagnose(cfg.triton, start=not args.no_start)
+    if args.json:
+        _print_json(checks)
+    else:
+        for c in checks:
+            mark = (
+                "[green]ok[/]  "
+                if c["ok"]
+                else "[yellow]--[/]  "
+                if c.get("optional")
+                else "[red]FAIL[/]"
+            )
+            out.print(f"{mark} {escape(c['check'])}: {escape(str(c['detail']))}", highlight=False)
+            if not c["ok"] and c.get("fix"):
+                out.print(f"      [yellow]fix:[/] {escape(c['fix'])}", highlight=False)
+    return 0 if all(c["ok"] or c.get("optional") for c in checks) else 1
+
+
+def _load_config(path: Path | None) -> Any:
+    from textgate.config import Config
+
+    return Config.load(path)
+
+
+def _add_repo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "repo",
+        help="build a Triton model repository from bundles",
+        description="Triton model repositories. `repo build` verifies each bundle, then writes "
+        "<task> (ensemble), <task>_tokenize, <task>_model and <task>_postprocess with "
+        "config.pbtxt files generated through Triton's protobuf schema.",
+        epilog="example: textgate repo build artifacts/spam -o model_repository\n"
+        "         textgate repo build artifacts/spam -o gpu_repo --target triton-container "
+        "--config textgate.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = p.add_subparsers(dest="repo_command", metavar="ACTION", required=True)
+    b = actions.add_parser(
+        "build",
+        help="bundles -> model repository",
+        description="Verify the bundles and write a Triton model repository.",
+        epilog="example: textgate repo build artifacts/spam artifacts/sentiment -o repo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("bundles", nargs="+", type=Path, metavar="BUNDLE")
+    b.add_argument("-o", "--out", type=Path, required=True, help="repository directory")
+    b.add_argument(
+        "--target",
+        choices=["embedded", "triton-container"],
+        help="embedded: Python backend + ONNX Runtime (the bundled tritonserver); "
+        "triton-container: onnxruntime_onnx for NVIDIA's container (default: from config)",
+    )
+    b.add_argument(
+        "--shape-strategy", choices=["bucket", "fixed", "fused"], help="default: from config"
+    )
+    b.add_argument("--config", type=Path, help="textgate YAML config (repository section)")
+    b.add_argument("--version", type=int, default=1, help="numeric version directory to write")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing version")
+    b.set_defaults(handler=_run_repo_build)
+
+
+def _run_repo_build(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from textgate.repository import build
+
+    settings = _load_config(args.config).repository
+    overrides = {"target": args.target, "shape_strategy": args.shape_strategy}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        settings = dataclasses.replace(settings, **overrides)
+    except errors.ConfigError as exc:
+        raise errors.ConfigError(f"repository.{exc.key}", exc.message, hint=exc.hint) from None
+    result = build(args.bundles, args.out, settings, version=args.version, overwrite=args.overwrite)
+    for task in result.spec.tasks:
+        out.print(
+            f"[green]✓[/] {task.task}: variant {task.variant}, buckets "
+            f"{list(task.buckets)}, labels {list(task.labels)}",
+            highlight=False,
+        )
+    out.print(
+        f"repository {escape(str(result.repository))} ({settings.target}, "
+        f"{settings.shape_strategy}): {', '.join(result.models)}",
+        highlight=False,
+    )
+    return 0
+
+
+def _add_serve_triton(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "serve-triton",
+        help="run tritonserver in the foreground on a model repository",
+        description="Start tritonserver (the nvidia-pytriton wheel's, or triton.binary / "
+        "$TEXTGATE_TRITONSERVER) on REPO in explicit model-control mode, wait until every "
+        "model is ready, and serve until Ctrl-C or SIGTERM, which stop it cleanly.",
+        epilog="example: textgate serve-triton model_repository\n"
+        "         textgate serve-triton repo --http-port 9000 --grpc-port 9001 "
+        "--metrics-port 9002",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("repository", type=Path, metavar="REPO")
+    p.add_argument("--http-port", type=int, help="default 8000 (0: a free port)")
+    p.add_argument("--grpc-port", type=int, help="default 8001")
+    p.add_argument("--metrics-port", type=int, help="default 8002")
+    p.add_argument("--address", help="bind address (default 127.0.0.1)")
+    p.add_argument("--models", help="comma-separated models to load (default: all)")
+    p.add_argument("--config", type=Path, help="textgate YAML config (triton section)")
+    p.set_defaults(handler=_run_serve_triton)
+
+
+def _run_serve_triton(args: argparse.Namespace) -> int:
+    import dataclasses
+    import signal
+    import time
+
+    from textgate.triton import TritonServer
+
+    cfg = _load_config(args.config).triton
+    overrides = {
+        "http_port": args.http_port,
+        "grpc_port": args.grpc_port,
+        "metrics_port": args.metrics_port,
+        "address": args.address,
+    }
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    models = [m.strip() for m in args.models.split(",")] if args.models else None
+    server = TritonServer(args.repository, models=models, config=cfg)
+
+    def _interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C
+
+    # Both installed explicitly: a shell starts background jobs with SIGINT ignored.
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.start()
+        console.print(f"tritonserver pid {server.pid}, log {server.log_path}", highlight=False)
+        server.wait_ready()
+        out.print(
+            f"serving {', '.join(server.models)}\n  http    {server.http_url}\n"
+            f"  grpc    {server.grpc_url}\n  metrics {server.metrics_url}\nCtrl-C stops.",
+            highlight=False,
+        )
+        while True:
+            server.check()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        console.print("stopping tritonserver ...")
+        return 0
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 # --- registry ---------------------------------------------------------------------------
 
 ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -313,6 +551,10 @@ ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_train,
     _add_export,
     _add_verify,
+    _add_build,
+    _add_doctor,
+    _add_repo,
+    _add_serve_triton,
 ]  # type: ignore[type-arg]
 
 
