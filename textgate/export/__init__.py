@@ -54,9 +54,9 @@ def export_bundle(
     require("transformers", "train")
     out = _prepare(Path(out), overwrite)
     step = _Steps(console or Console(stderr=True))
+    (out / "labels.json").write_text(json.dumps(list(ckpt.labels)) + "\n", encoding="utf-8")
     with step("tokenizer"):
         tok = _write_tokenizer(ckpt, out)
-    (out / "labels.json").write_text(json.dumps(list(ckpt.labels)) + "\n", encoding="utf-8")
     with step(f"ONNX export (opset {opset})"):
         convert.to_onnx(ckpt, out / _FP32, opset=opset)
     report = _parity(ckpt, out, step, parity_n)
@@ -104,7 +104,10 @@ def _prepare(out: Path, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out}: exists and is not a directory", hint="choose another -o")
     if out.is_dir() and any(out.iterdir()):
-        ours = (out / bundle.MANIFEST).is_file() or (out / "reports" / "parity.json").is_file()
+        # A bundle, or what a failed export left (labels.json is written first, with reports/).
+        ours = (out / bundle.MANIFEST).is_file() or (
+            (out / "labels.json").is_file() and (out / "reports").is_dir()
+        )
         if not overwrite or not ours:
             raise ExportError(
                 f"{out}: directory is not empty",

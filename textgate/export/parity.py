@@ -140,7 +140,10 @@ def run(
         req_path, rep_path = Path(tmp) / "request.json", Path(tmp) / "report.json"
         req_path.write_text(json.dumps(req), encoding="utf-8")
         cmd = [sys.executable, "-m", "textgate.export.parity", str(req_path), str(rep_path)]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        # Offline always; and the child imports this very textgate, installed or not.
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": path}
         try:
             proc = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, env=env, check=False

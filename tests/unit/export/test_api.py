@@ -124,3 +124,19 @@ def test_verify_needs_neither_torch_nor_transformers(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
+
+
+def test_force_replaces_a_previous_bundle_or_failed_export_only(tmp_path: Path) -> None:
+    from textgate.export import _prepare
+
+    for leftover in ("bundle", "failed"):
+        out = tmp_path / leftover
+        (out / "reports").mkdir(parents=True)
+        (out / "model.onnx").write_bytes(b"old")
+        marker = bundle.MANIFEST if leftover == "bundle" else "labels.json"
+        (out / marker).write_text("{}")
+        with pytest.raises(ExportError, match="--force"):
+            _prepare(out, overwrite=False)
+        _prepare(out, overwrite=True)
+        assert [p.name for p in out.iterdir()] == ["reports"]
+        assert not any((out / "reports").iterdir())
