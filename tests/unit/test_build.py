@@ -1,0 +1,80 @@
+"""The build cache: same inputs reuse the verified bundle; any change or damage rebuilds.
+
+Training is replaced by writing a tiny random checkpoint (the real fine-tune has its own
+test); export and verify are real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures_models import make_checkpoint
+
+from textgate import build, data
+from textgate.errors import BundleError
+
+
+def _table(n: int = 60, extra: str = "") -> data.Table:
+    rows = [(i + 1, f"message {i} {extra}", "spam" if i % 3 == 0 else "ham") for i in range(n)]
+    return data.build_table(rows, source="mem", labels=("ham", "spam"))
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Path]:
+    from textgate import train
+
+    seen: list[Path] = []
+
+    def fake_train(table: Any, base: Any, out: Path, **_: Any) -> dict[str, Any]:
+        seen.append(out)
+        make_checkpoint(out, "bert")
+        return {}
+
+    monkeypatch.setattr(train, "train", fake_train)
+    monkeypatch.setenv("TEXTGATE_CACHE_DIR", str(tmp_path / "cache"))
+    return seen
+
+
+@pytest.mark.slow
+def test_second_build_reuses_the_cache(calls: list[Path], tmp_path: Path) -> None:
+    export = {"parity_n": 500, "variants": ("int8",)}
+    first = build.build("spam", tmp_path / "a", table=_table(), export_options=export)
+    second = build.build("spam", tmp_path / "b", table=_table(), export_options=export)
+    assert len(calls) == 1
+    assert first["files"] == second["files"]
+    assert (tmp_path / "b" / "manifest.json").is_file()
+
+    # Other data → another key → a new build.
+    build.build("spam", tmp_path / "c", table=_table(extra="x"), export_options=export)
+    assert len(calls) == 2
+
+    # A damaged cached bundle is rebuilt, never copied out.
+    cached = calls[0].parent / "bundle" / "labels.json"
+    cached.write_text('["tampered"]')
+    build.build("spam", tmp_path / "d", table=_table(), export_options=export)
+    assert len(calls) == 3
+
+
+def test_key_changes_with_data_options_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate import train
+
+    opts = train.TrainOptions()
+    key = build.build_key("spam", _table(), opts, {})
+    assert key == build.build_key("spam", _table(), opts, {})
+    assert key != build.build_key("spam", _table(extra="y"), opts, {})
+    assert key != build.build_key("spam", _table(), train.TrainOptions(seed=7), {})
+    assert key != build.build_key("spam", _table(), opts, {"max_f1_drop": 0.01})
+    monkeypatch.setattr(build, "code_hash", lambda: "changed")
+    assert key != build.build_key("spam", _table(), opts, {})
+
+
+def test_refuses_to_replace_a_non_bundle_directory(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.mkdir()
+    (target / "thesis.txt").write_text("do not delete")
+    with pytest.raises(BundleError, match="not a bundle") as info:
+        build.build("spam", target, table=_table())
+    assert info.value.hint and "--force" in info.value.hint
+    assert (target / "thesis.txt").exists()
