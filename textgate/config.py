@@ -130,6 +130,8 @@ class RepositoryConfig:
     accelerator: Literal["none", "cuda", "tensorrt"] = "none"  # triton-container, GPU only
     tensorrt_precision: Literal["fp32", "fp16"] = "fp16"
     tensorrt_max_workspace_bytes: int = 1 << 30
+    # Also serve <task>_fp32 (this fp32 file) for the gateway's re-score; none: off
+    rescore_variant: Literal["none", "fp32", "fp32-opt"] = "none"
 
     def __post_init__(self) -> None:
         _require(bool(self.bucket_lengths), "bucket_lengths", "needs at least one length")
@@ -163,6 +165,171 @@ class RepositoryConfig:
         )
 
 
+# --- client (gateway -> Triton) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientConfig:
+    """How the gateway talks to Triton over gRPC (see docs/configuration.md)."""
+
+    endpoints: tuple[str, ...] = ()  # host:port of Triton gRPC; empty: the embedded server
+    timeout_s: float = 5.0  # per-request deadline, retries included
+    retries: int = 1  # extra attempts, only after UNAVAILABLE, each on another endpoint
+    health_interval_s: float = 1.0  # how often every endpoint's readiness is probed
+    eject_after_failures: int = 1  # consecutive connection failures that eject an endpoint
+    reconnect_backoff_ms: int = 500  # gRPC's reconnect backoff cap: quick recovery after a restart
+
+    def __post_init__(self) -> None:
+        _require(self.timeout_s > 0, "timeout_s", "must be > 0")
+        _require(0 <= self.retries <= 5, "retries", "must be within 0..5")
+        _require(self.health_interval_s > 0, "health_interval_s", "must be > 0")
+        _require(self.eject_after_failures >= 1, "eject_after_failures", "must be >= 1")
+        _require(self.reconnect_backoff_ms >= 100, "reconnect_backoff_ms", "must be >= 100")
+        for i, url in enumerate(self.endpoints):
+            host, _, port = url.rpartition(":")
+            _require(
+                bool(host) and port.isdigit(), f"endpoints[{i}]", f"{url!r} is not host:port"
+            )
+
+
+# --- gateway ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayConfig:
+    """The HTTP gateway: limits, admin access, replay store."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    tasks: tuple[str, ...] = ()  # tasks to serve (and wait for in /readyz); empty: all found
+    max_body_bytes: int = 1_048_576
+    max_batch: int = 64  # texts per request
+    max_in_flight: int = 32  # requests talking to Triton at once
+    max_queue: int = 64  # requests waiting for a slot; beyond: 429
+    queue_timeout_s: float = 2.0  # a request waiting longer for a slot gets 429
+    retry_after_s: int = 1  # the Retry-After of 429 and 503 answers
+    admin_token: str | None = None  # bearer token of POST /admin/reload; null: endpoint off
+    rescore: bool = True  # re-score with the fp32 ensemble inside the band (when deployed)
+    replay_dir: Path | None = None  # where anomalous requests are saved; null: not saved
+    replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
+    log_format: Literal["json", "text"] = "json"
+
+    def __post_init__(self) -> None:
+        _check_port(self.port, "port")
+        _require(bool(self.host), "host", "must not be empty")
+        _require(self.max_body_bytes >= 1024, "max_body_bytes", "must be >= 1024")
+        _require(self.max_batch >= 1, "max_batch", "must be >= 1")
+        _require(self.max_in_flight >= 1, "max_in_flight", "must be >= 1")
+        _require(self.max_queue >= 0, "max_queue", "must be >= 0")
+        _require(self.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
+        _require(self.retry_after_s >= 1, "retry_after_s", "must be >= 1")
+        _require(
+            self.admin_token is None or len(self.admin_token) >= 16,
+            "admin_token",
+            "must be at least 16 characters (or null to disable the admin endpoint)",
+        )
+        _require(
+            0 < self.replay_disagreement <= 1, "replay_disagreement", "must be within (0, 1]"
+        )
+
+
+# --- policy -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskPolicyConfig:
+    """Scores -> actions for one task.
+
+    ``threshold``: score = P(positive_label); >= quarantine_at -> quarantine, >= review_at ->
+    review, else allow. ``label``: the top label, or ``uncertain`` while the top probability
+    is below 0.5 + uncertain_band.
+    """
+
+    task: str
+    kind: Literal["threshold", "label"] = "threshold"
+    positive_label: str | None = None  # threshold kind; null: the task's last label
+    quarantine_at: float = 0.95
+    review_at: float = 0.85
+    uncertain_band: float = 0.1
+    rescore_band: float = 0.05  # re-score within +-band of a decision threshold; 0: never
+
+    def __post_init__(self) -> None:
+        _require(bool(self.task), "task", "must not be empty")
+        for key in ("quarantine_at", "review_at"):
+            _require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
+        _require(
+            self.review_at <= self.quarantine_at,
+            "review_at",
+            f"{self.review_at} is above quarantine_at {self.quarantine_at}",
+        )
+        _require(0.0 <= self.uncertain_band < 0.5, "uncertain_band", "must be within 0..0.5")
+        _require(0.0 <= self.rescore_band < 0.5, "rescore_band", "must be within 0..0.5")
+
+    def thresholds(self) -> tuple[float, ...]:
+        """Scores where the action changes: the re-score band lies around these."""
+        if self.kind == "threshold":
+            return (self.review_at, self.quarantine_at)
+        band = self.uncertain_band
+        return (0.5 - band, 0.5 + band) if band else (0.5,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TenantConfig:
+    """A tenant picked by API key (``X-API-Key``) or by name in the tenant header."""
+
+    name: str
+    api_key: str | None = None
+    tasks: tuple[TaskPolicyConfig, ...] = ()  # replace the default policy of these tasks
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), "name", "must not be empty")
+        _require(
+            self.api_key is None or len(self.api_key) >= 8,
+            "api_key",
+            "must be at least 8 characters",
+        )
+        names = [t.task for t in self.tasks]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        _require(not dup, "tasks", f"task {dup[0] if dup else ''!r} appears twice")
+
+
+def _default_policies() -> tuple[TaskPolicyConfig, ...]:
+    return (
+        TaskPolicyConfig(task="spam", kind="threshold", positive_label="spam"),
+        TaskPolicyConfig(task="sentiment", kind="label"),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyConfig:
+    """Per-task policies plus per-tenant overrides; a task with no entry gets ``label``."""
+
+    tasks: tuple[TaskPolicyConfig, ...] = field(default_factory=_default_policies)
+    tenants: tuple[TenantConfig, ...] = ()
+    tenant_header: str = "X-Tenant"  # names a tenant; tenants with an api_key need the key
+
+    def __post_init__(self) -> None:
+        names = [t.task for t in self.tasks]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        _require(not dup, "tasks", f"task {dup[0] if dup else ''!r} appears twice")
+        tenants = [t.name for t in self.tenants]
+        dup = sorted({n for n in tenants if tenants.count(n) > 1})
+        _require(not dup, "tenants", f"tenant {dup[0] if dup else ''!r} appears twice")
+        keys = [t.api_key for t in self.tenants if t.api_key]
+        _require(len(keys) == len(set(keys)), "tenants", "two tenants share an api_key")
+        _require(bool(self.tenant_header), "tenant_header", "must not be empty")
+
+    def for_task(self, task: str, tenant: str | None = None) -> TaskPolicyConfig:
+        """The tenant's override, else the task's policy, else the ``label`` default."""
+        for t in self.tenants:
+            if t.name == tenant:
+                hit = next((p for p in t.tasks if p.task == task), None)
+                if hit is not None:
+                    return hit
+        hit = next((p for p in self.tasks if p.task == task), None)
+        return hit or TaskPolicyConfig(task=task, kind="label")
+
+
 # --- the whole file -----------------------------------------------------------------------
 
 
@@ -172,6 +339,9 @@ class Config:
 
     triton: TritonConfig = field(default_factory=TritonConfig)
     repository: RepositoryConfig = field(default_factory=RepositoryConfig)
+    client: ClientConfig = field(default_factory=ClientConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
 
     @classmethod
     def from_dict(

@@ -15,8 +15,11 @@ gateway map them to messages and HTTP codes, each in one table.
     ├── TritonError                the Triton process or a model in it failed
     │   ├── TritonNotFound         no usable tritonserver / stub on this machine
     │   ├── TritonStartError       the server exited or did not become ready
-    │   └── ModelLoadError         a model failed to load (names the model, quotes the log)
-    └── DependencyError            an optional extra (train, serve) is not installed
+    │   ├── ModelLoadError         a model failed to load (names the model, quotes the log)
+    │   ├── TritonUnavailable      no Triton endpoint answers (gateway: 503)
+    │   └── TritonTimeout          Triton did not answer within the deadline (gateway: 504)
+    ├── DependencyError            an optional extra (train, serve) is not installed
+    └── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
 """
 
 from __future__ import annotations
@@ -127,6 +130,22 @@ class ModelLoadError(TritonError):
 
 class DependencyError(TextgateError):
     """An optional dependency is missing."""
+
+
+class TritonUnavailable(TritonError):
+    """No Triton endpoint could take the request (all down, ejected or refusing)."""
+
+
+class TritonTimeout(TritonError):
+    """Triton did not answer within the request's deadline."""
+
+
+class Overloaded(TextgateError):
+    """The gateway is at its in-flight bound; the client should retry later."""
+
+    def __init__(self, message: str, *, retry_after_s: int = 1, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
 
 
 def require(module: str, extra: str) -> None:
