@@ -95,6 +95,16 @@ def _files(task: TaskSpec, spec: RepositorySpec) -> dict[str, dict[str, Path | s
         else:
             model = {render.CONTAINER_MODEL_FILE: b / task.model_file}
             files[task.model] = {**model, **manifest}
+    if task.precise_variant and task.precise_file:
+        # Same model files with the fp32 ONNX file in place of the fast variant's.
+        precise = dict(files[task.model])
+        fast_name = render.CONTAINER_MODEL_FILE if spec.target != "embedded" else task.model_file
+        precise.pop(fast_name, None)
+        precise[fast_name if spec.target != "embedded" else task.precise_file] = (
+            b / task.precise_file
+        )
+        files[task.precise_model] = precise
+        files[task.precise_ensemble] = {}
     labels = {task.labels_file: b / task.labels_file} if task.labels_file else {}
     files[task.postprocess] = {**_python("postprocess"), **labels, **manifest}
     files[task.ensemble] = {}

@@ -10,6 +10,7 @@ not when Triton loads the model. Two targets from one spec differ only in the mo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -53,6 +54,8 @@ def render(spec: RepositorySpec) -> dict[str, Any]:
             configs[task.model] = onnx_platform_config(task, spec.settings)
         configs[task.postprocess] = postprocess_config(task, spec.settings)
         configs[task.ensemble] = ensemble_config(task, spec)
+        if task.precise_variant:
+            configs.update(precise_configs(task, spec))
     return configs
 
 
@@ -147,6 +150,27 @@ def ensemble_config(task: TaskSpec, spec: RepositorySpec) -> Any:
     return c
 
 
+def precise_configs(task: TaskSpec, spec: RepositorySpec) -> dict[str, Any]:
+    """<task>_model_fp32 and the ensemble <task>_fp32: the same steps around the fp32 file."""
+    assert task.precise_variant and task.precise_file
+    precise = dataclasses.replace(
+        task, variant=task.precise_variant, model_file=task.precise_file
+    )
+    if spec.fused:
+        model = fused_config(precise, spec.settings)
+    elif spec.target == "embedded":
+        model = python_model_config(precise, spec.settings)
+    else:
+        model = onnx_platform_config(precise, spec.settings)
+    model.name = task.precise_model
+    ensemble = ensemble_config(precise, spec)
+    ensemble.name = task.precise_ensemble
+    for step in ensemble.ensemble_scheduling.step:
+        if step.model_name == task.model:
+            step.model_name = task.precise_model
+    return {task.precise_model: model, task.precise_ensemble: ensemble}
+
+
 # --- pieces --------------------------------------------------------------------------
 
 
@@ -232,6 +256,8 @@ def _tokenizer_params(task: TaskSpec) -> dict[str, str]:
         "tokenizer_file": _file_name(task.tokenizer_file),
         "max_length": str(task.max_length),
         "bucket_lengths": ",".join(str(b) for b in task.buckets),
+        # Lets the gateway record which tokenizer produced an output (replay store).
+        "tokenizer_sha256": str(task.manifest.get("files", {}).get(task.tokenizer_file, "")),
     }
 
 

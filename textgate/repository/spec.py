@@ -34,6 +34,9 @@ class TaskSpec:
     model_file: str  # the variant's ONNX file, relative to the bundle
     tokenizer_file: str
     labels_file: str | None  # labels.json when the bundle has one
+    # The fp32 variant served beside the fast one for the gateway's re-score (None: off).
+    precise_variant: str | None = None
+    precise_file: str | None = None
 
     @property
     def ensemble(self) -> str:
@@ -50,6 +53,14 @@ class TaskSpec:
     @property
     def postprocess(self) -> str:
         return f"{self.task}_postprocess"
+
+    @property
+    def precise_model(self) -> str:
+        return f"{self.task}_model_fp32"
+
+    @property
+    def precise_ensemble(self) -> str:
+        return f"{self.task}_fp32"
 
     @property
     def num_labels(self) -> int:
@@ -75,6 +86,8 @@ class RepositorySpec:
         for t in self.tasks:
             steps = [t.model, t.postprocess] if self.fused else [t.tokenize, t.model, t.postprocess]
             names += [*steps, t.ensemble]
+            if t.precise_variant:
+                names += [t.precise_model, t.precise_ensemble]
         return names
 
 
@@ -106,6 +119,23 @@ def choose_variant(manifest: Mapping[str, Any], settings: RepositoryConfig) -> s
     return name
 
 
+def choose_precise(
+    manifest: Mapping[str, Any], settings: RepositoryConfig, served: str
+) -> str | None:
+    """The fp32 variant to serve beside ``served``; None when off or when it is the same."""
+    name = settings.rescore_variant
+    if name == "none" or name == served:
+        return None
+    variants: Mapping[str, Any] = manifest["variants"]
+    if name not in variants or variants[name].get("status") == "rejected":
+        raise RepositoryError(
+            f"rescore_variant '{name}' is not a servable variant of the bundle "
+            f"(it has {', '.join(sorted(variants))})",
+            hint="set repository.rescore_variant to an accepted fp32 variant, or none",
+        )
+    return name
+
+
 def task_spec(
     bundle_dir: Path, manifest: Mapping[str, Any], settings: RepositoryConfig
 ) -> TaskSpec:
@@ -120,6 +150,7 @@ def task_spec(
         raise RepositoryError(f"{bundle_dir}: a classifier needs at least two labels")
     max_length = int(manifest["max_length"])
     variant = choose_variant(manifest, settings)
+    precise = choose_precise(manifest, settings, variant)
     tokenizer_file = str((manifest.get("tokenizer") or {}).get("file") or "tokenizer.json")
     if tokenizer_file not in manifest["files"]:
         raise RepositoryError(f"{bundle_dir}: the bundle lists no {tokenizer_file}")
@@ -134,6 +165,8 @@ def task_spec(
         model_file=str(manifest["variants"][variant]["file"]),
         tokenizer_file=tokenizer_file,
         labels_file="labels.json" if "labels.json" in manifest["files"] else None,
+        precise_variant=precise,
+        precise_file=str(manifest["variants"][precise]["file"]) if precise else None,
     )
 
 

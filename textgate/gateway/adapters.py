@@ -1,0 +1,123 @@
+"""Normalization and the event outbox behind two small interfaces.
+
+Both come from sibling modules (``normalize.py``; ``events.py`` + ``outbox.py``). The gateway
+talks only to ``Preparer`` and ``EventSink`` so that it keeps working, in a reduced form
+(plain text and a best-effort MIME walk; no events), where those modules are absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email
+import email.policy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from textgate.gateway.status import ValidationFailed
+
+try:
+    from textgate.gateway import normalize as _normalize
+except ImportError:  # pragma: no cover - the normalization module ships with the gateway
+    _normalize = None  # type: ignore[assignment]
+
+try:
+    from textgate.gateway.events import Event as _Event
+    from textgate.gateway.outbox import Outbox as _Outbox
+except ImportError:  # pragma: no cover - the events modules ship with the gateway
+    _Event = None  # type: ignore[assignment,misc]
+    _Outbox = None  # type: ignore[assignment,misc]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One input ready to score: the normalized text and the pieces to score."""
+
+    text: str
+    pieces: tuple[str, ...]
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+class Preparer:
+    """Text or raw e-mail -> ``Prepared``, under the configured normalization settings."""
+
+    def __init__(self, settings: Any = None, *, max_body_bytes: int = 1_048_576) -> None:
+        if _normalize is None:
+            self.settings: Any = None
+        elif settings is None:
+            self.settings = _normalize.NormalizeSettings(max_body_bytes=max_body_bytes)
+        elif isinstance(settings, _normalize.NormalizeSettings):
+            self.settings = settings
+        else:  # a config section of the same shape
+            self.settings = _normalize.NormalizeSettings.from_dict(_plain(settings))
+
+    def settings_dict(self) -> dict[str, Any]:
+        return _plain(self.settings) if self.settings is not None else {"normalize": "minimal"}
+
+    def text(self, text: str, field_name: str = "text") -> Prepared:
+        if _normalize is None:
+            return _minimal(text, field_name)
+        n = _normalize.normalize_text(text, self.settings, field=field_name)
+        return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
+
+    def email(self, raw: bytes) -> Prepared:
+        if _normalize is None:
+            message = email.message_from_bytes(raw, policy=email.policy.default)
+            subject = str(message.get("subject", ""))
+            body = message.get_body(("plain", "html"))
+            text = f"{subject}\n{body.get_content() if body is not None else ''}"  # type: ignore[attr-defined]
+            return _minimal(text, "message")
+        n = _normalize.normalize_email(raw, self.settings)
+        return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
+
+
+def _minimal(text: str, field_name: str) -> Prepared:
+    cleaned = " ".join(text.split())
+    if not cleaned:
+        raise ValidationFailed("no text to classify", field=field_name)
+    return Prepared(cleaned, (cleaned,), {"chunks": 1, "truncated": False})
+
+
+def _notes(notes: Any) -> dict[str, Any]:
+    return dict(notes.as_dict()) if hasattr(notes, "as_dict") else _plain(notes)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+class EventSink:
+    """The durable outbox (one event per classified text), or nothing where it is absent."""
+
+    def __init__(self, events_config: Any = None) -> None:
+        self.config = events_config
+        self.outbox: Any = None
+        if events_config is not None and _Outbox is not None:
+            self.outbox = _Outbox.from_config(events_config)
+
+    @property
+    def enabled(self) -> bool:
+        return self.outbox is not None
+
+    async def put(self, *, text: str, **fields: Any) -> None:
+        """Durable before it returns; raises OutboxFull (503) at the outbox's bound."""
+        if self.outbox is None or _Event is None:
+            return
+        store = bool(getattr(self.config, "store_text", False))
+        await self.outbox.put(_Event.of(text=text, store_text=store, **fields))
+
+    def depth(self) -> int:
+        return int(self.outbox.depth()) if self.outbox is not None else 0
+
+    def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
+            self.outbox = None

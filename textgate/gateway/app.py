@@ -1,0 +1,564 @@
+"""The ASGI app: ``POST /v1/classify/{task}``, models, health, readiness, metrics, reload.
+
+    app = create_app(Config.load("textgate.yaml"), endpoints=["127.0.0.1:8001"])
+
+Every error leaves through ``status.status_of`` (one table) as
+``{"error": {"type", "message", "field"?, "hint"?, "request_id"}}``; 429 and 503 carry
+``Retry-After``. Every answer carries ``X-Request-ID`` and ``traceparent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from textgate import __version__
+from textgate.client import TritonClient
+from textgate.config import Config
+from textgate.errors import ConfigError, TextgateError, TritonError
+from textgate.gateway import logs
+from textgate.gateway.adapters import EventSink, Preparer
+from textgate.gateway.limiter import Limiter
+from textgate.gateway.metrics import Metrics
+from textgate.gateway.policy import Policy, check_labels
+from textgate.gateway.replay import ReplayStore
+from textgate.gateway.routing import Router, discover
+from textgate.gateway.service import Context, Runtime, Service
+from textgate.gateway.status import (
+    BodyTooLarge,
+    GatewayError,
+    Unauthorized,
+    UnsupportedContentType,
+    ValidationFailed,
+    error_body,
+    retry_after,
+    status_of,
+)
+
+JSON_TYPES = ("application/json",)
+EMAIL_TYPES = ("message/rfc822",)
+TEXT_TYPES = ("text/plain",)
+_DISCOVERY_RETRY_S = 1.0
+
+
+# --- schema (documentation of the wire format; the handlers validate by hand) -------------
+
+
+class ClassifyRequest(BaseModel):
+    """Exactly one of ``text`` or ``texts``."""
+
+    text: str | None = Field(None, description="one text", min_length=1)
+    texts: list[str] | None = Field(None, description="several texts (batch)", min_length=1)
+
+
+class ModelRef(BaseModel):
+    name: str
+    version: str
+    variant: str
+
+
+class ItemResult(BaseModel):
+    label: str
+    probabilities: dict[str, float | None]
+    score: float | None = Field(description="what the policy thresholds compare")
+    action: str = Field(description="allow | review | quarantine, or a label | uncertain")
+    model: ModelRef
+    precision_path: str = Field(description="the variant that answered (fp32 after a re-score)")
+    rescored: bool
+    request_id: str
+    timings_ms: dict[str, float]
+    normalization: dict[str, Any] = Field(description="what normalization did")
+
+
+class ClassifyResponse(BaseModel):
+    request_id: str
+    task: str
+    results: list[ItemResult]
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+    request_id: str
+    field: str | None = None
+    hint: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": why}
+    for code, why in (
+        (401, "unknown API key or tenant key"),
+        (404, "unknown task"),
+        (413, "body over gateway.max_body_bytes"),
+        (415, "unsupported Content-Type"),
+        (422, "invalid input; `field` names it"),
+        (429, "overloaded; see Retry-After"),
+        (502, "Triton rejected the request"),
+        (503, "Triton or the event outbox unavailable; see Retry-After"),
+        (504, "Triton did not answer within the deadline"),
+    )
+}
+
+_REQUEST_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/ClassifyRequest"}},
+        "message/rfc822": {"schema": {"type": "string", "format": "binary"}},
+        "text/plain": {"schema": {"type": "string"}},
+    },
+}
+
+
+# --- the gateway object --------------------------------------------------------------------
+
+
+class Gateway:
+    """Owns the runtime (swapped on reload), the metrics and the event sink of one app."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        endpoints: Sequence[str] = (),
+        config_path: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.endpoints_override = list(endpoints)
+        self.config_path = config_path
+        self.metrics = Metrics()
+        self.events = EventSink(getattr(config, "events", None))
+        self.service = Service(self.metrics, self.events)
+        self.runtime = self._runtime(config, self._client(config), Router({}))
+        self._discovery: asyncio.Task[None] | None = None
+        self._reload_lock = asyncio.Lock()
+
+    def _endpoints(self, config: Config) -> list[str]:
+        return self.endpoints_override or list(config.client.endpoints)
+
+    def _client(self, config: Config) -> TritonClient:
+        return TritonClient(self._endpoints(config), config.client)
+
+    def _runtime(self, config: Config, client: TritonClient, router: Router) -> Runtime:
+        gw = config.gateway
+        return Runtime(
+            config=config,
+            policy=Policy(config.policy),
+            limiter=Limiter(gw),
+            router=router,
+            client=client,
+            preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
+            replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.runtime.client.start()
+        try:
+            await self._discover()
+        except TritonError as exc:
+            logs.event("triton not ready yet; discovering in the background", error=exc.message)
+            self._discovery = asyncio.create_task(self._discover_until_found())
+
+    async def stop(self) -> None:
+        if self._discovery is not None:
+            self._discovery.cancel()
+        await self.runtime.client.close()
+        self.events.close()
+
+    async def _discover(self) -> None:
+        rt = self.runtime
+        router = await discover(rt.client, rt.config.gateway.tasks)
+        _check_policy(rt.config, router)
+        rt.router = router
+        logs.event("tasks discovered", tasks=sorted(router.routes))
+
+    async def _discover_until_found(self) -> None:
+        while True:
+            await asyncio.sleep(_DISCOVERY_RETRY_S)
+            with contextlib.suppress(TritonError, ConfigError):
+                await self._discover()
+                return
+
+    async def reload(self) -> dict[str, Any]:
+        """Load the config again; on any problem keep the old one and raise the reason."""
+        async with self._reload_lock:
+            try:
+                new = Config.load(self.config_path)
+                result = await self._swap(new)
+            except TextgateError as exc:
+                self.metrics.reloads.labels("rejected").inc()
+                logs.event("config reload rejected", logging.WARNING, error=exc.message)
+                raise
+            self.metrics.reloads.labels("applied").inc()
+            logs.event("config reloaded", **result)
+            return result
+
+    async def _swap(self, new: Config) -> dict[str, Any]:
+        old = self.runtime
+        same_client = (
+            self._endpoints(new) == self._endpoints(old.config) and new.client == old.config.client
+        )
+        client = old.client if same_client else self._client(new)
+        if not same_client:
+            await client.start()
+        try:
+            router = await discover(client, new.gateway.tasks)
+            _check_policy(new, router)
+        except TextgateError:
+            if not same_client:
+                await client.close()
+            raise
+        # Requests already running keep the runtime they started with.
+        self.runtime = self._runtime(new, client, router)
+        self.config = new
+        if not same_client:
+            asyncio.get_running_loop().call_later(
+                new.client.timeout_s + 1, lambda: asyncio.ensure_future(old.client.close())
+            )
+        return {"tasks": sorted(router.routes), "new_client": not same_client}
+
+    async def ready(self) -> tuple[bool, str]:
+        rt = self.runtime
+        if not rt.router.routes:
+            return False, "no task discovered yet"
+        states = await rt.client.models_ready(rt.router.models())
+        down = [m for m, ok in states.items() if not ok]
+        return (not down, f"not ready: {', '.join(down)}" if down else "ready")
+
+
+def _check_policy(config: Config, router: Router) -> None:
+    """A policy must fit the models it applies to (validated at load, not per request)."""
+    for route in router.routes.values():
+        rules = [config.policy.for_task(route.task)]
+        rules += [p for t in config.policy.tenants for p in t.tasks if p.task == route.task]
+        for rule in rules:
+            problem = check_labels(rule, route.labels)
+            if problem:
+                raise ConfigError(f"policy.tasks[{route.task}].positive_label", problem)
+
+
+# --- request plumbing ----------------------------------------------------------------------
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise BodyTooLarge(f"body of {length} bytes is over the limit of {limit}", field="body")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"body is over the limit of {limit} bytes", field="body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _parse(media: str, body: bytes, max_batch: int) -> list[str | bytes]:
+    if media in EMAIL_TYPES:
+        return [body]
+    if media in TEXT_TYPES:
+        return [_utf8(body, "body")]
+    if media not in JSON_TYPES and not media.endswith("+json"):
+        raise UnsupportedContentType(
+            f"unsupported Content-Type '{media[:80] or '(none)'}'",
+            field="content-type",
+            hint="send application/json, message/rfc822 or text/plain",
+        )
+    try:
+        data = json.loads(_utf8(body, "body"))
+    except RecursionError:
+        raise ValidationFailed("JSON nested too deeply", field="body") from None
+    except ValueError as exc:
+        raise ValidationFailed(f"body is not valid JSON: {exc}", field="body") from None
+    return _texts(data, max_batch)
+
+
+def _utf8(body: bytes, name: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationFailed(f"not valid UTF-8 (byte {exc.start})", field=name) from None
+
+
+def _texts(data: Any, max_batch: int) -> list[str | bytes]:
+    if not isinstance(data, dict):
+        raise ValidationFailed("body must be a JSON object", field="body")
+    unknown = sorted(set(data) - {"text", "texts"})
+    if unknown:
+        raise ValidationFailed(f"unknown field '{unknown[0][:64]}'", field=unknown[0][:64])
+    if ("text" in data) == ("texts" in data):
+        raise ValidationFailed("send exactly one of 'text' or 'texts'", field="text")
+    if "text" in data:
+        if not isinstance(data["text"], str):
+            raise ValidationFailed("must be a string", field="text")
+        return [data["text"]]
+    texts = data["texts"]
+    if not isinstance(texts, list) or not texts:
+        raise ValidationFailed("must be a non-empty list of strings", field="texts")
+    if len(texts) > max_batch:
+        raise ValidationFailed(f"{len(texts)} texts; at most {max_batch}", field="texts")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ValidationFailed("must be a string", field=f"texts[{i}]")
+    return list(texts)
+
+
+def _error_response(exc: BaseException, request: Request, gateway: Gateway) -> JSONResponse:
+    rid = getattr(request.state, "request_id", "") or logs.request_id_var.get()
+    code = status_of(exc)
+    if code >= 500 and not isinstance(exc, TextgateError):
+        logs.logger.exception("unexpected error", exc_info=exc)
+    headers = {}
+    after = retry_after(exc, gateway.config.gateway.retry_after_s)
+    if after is not None:
+        headers["Retry-After"] = str(after)
+    if code == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(error_body(exc, rid), status_code=code, headers=headers)
+
+
+# --- the app -------------------------------------------------------------------------------
+
+
+def create_app(
+    config: Config | None = None,
+    *,
+    endpoints: Sequence[str] = (),
+    config_path: Path | None = None,
+) -> FastAPI:
+    config = config or Config()
+    holder: dict[str, Gateway] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gw = holder.setdefault("gw", Gateway(config, endpoints=endpoints, config_path=config_path))
+        app.state.gateway = gw
+        await gw.start()
+        _install_sighup(gw)
+        try:
+            yield
+        finally:
+            await gw.stop()
+
+    app = FastAPI(
+        title="textgate",
+        version=__version__,
+        description="Text classification (spam, sentiment) on NVIDIA Triton: verdicts, not logits.",
+        lifespan=lifespan,
+    )
+    _routes(app)
+    _handlers(app)
+    _middleware(app)
+    return app
+
+
+def _install_sighup(gw: Gateway) -> None:
+    # Signal handlers belong to the main thread; an app run in a test thread reloads via
+    # the admin endpoint instead.
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    async def reload() -> None:
+        with contextlib.suppress(TextgateError):  # logged; the old config stays
+            await gw.reload()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGHUP, lambda: asyncio.ensure_future(reload())
+        )
+
+
+def _gw(request: Request) -> Gateway:
+    return request.app.state.gateway  # type: ignore[no-any-return]
+
+
+def _routes(app: FastAPI) -> None:
+    @app.post(
+        "/v1/classify/{task}",
+        response_model=ClassifyResponse,
+        responses=_ERRORS,
+        openapi_extra={"requestBody": _REQUEST_BODY},
+        summary="Classify a text, a batch of texts, or a raw e-mail",
+    )
+    async def classify(task: str, request: Request) -> Any:
+        gw = _gw(request)
+        rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
+        ctx = Context(request_id=request.state.request_id, headers=_triton_headers(request))
+        media = _media_type(request)
+        if media not in (*JSON_TYPES, *EMAIL_TYPES, *TEXT_TYPES) and not media.endswith("+json"):
+            _parse(media, b"", 1)  # 415 before reading the body
+        body = await _read_body(request, rt.config.gateway.max_body_bytes)
+        raw = _parse(media, body, rt.config.gateway.max_batch)
+        ctx.tenant = rt.policy.tenant(request.headers)
+        results = await gw.service.classify(rt, task, raw, ctx)
+        for r in results:
+            gw.metrics.requests.labels(task, r["action"], "200").inc()
+        gw.metrics.observe_stages(ctx.timings_ms)
+        request.state.task = task
+        return {"request_id": ctx.request_id, "task": task, "results": results}
+
+    @app.get("/v1/models", summary="Tasks, models, versions, variants and thresholds")
+    async def models(request: Request) -> dict[str, Any]:
+        rt = _gw(request).runtime
+        out = []
+        for name, route in sorted(rt.router.routes.items()):
+            rule = rt.policy.rule(name)
+            out.append(
+                {
+                    "task": name,
+                    "labels": list(route.labels),
+                    "model": route.describe(),
+                    "rescore": {
+                        "model": route.precise,
+                        "variant": route.precise_variant,
+                        "enabled": bool(route.precise and rt.config.gateway.rescore),
+                        "band": rule.rescore_band,
+                    },
+                    "policy": {
+                        "kind": rule.kind,
+                        "positive_label": rule.positive_label,
+                        "review_at": rule.review_at,
+                        "quarantine_at": rule.quarantine_at,
+                        "uncertain_band": rule.uncertain_band,
+                        "thresholds": list(rule.thresholds()),
+                    },
+                    "tenant_overrides": [
+                        t.name
+                        for t in rt.config.policy.tenants
+                        if any(p.task == name for p in t.tasks)
+                    ],
+                }
+            )
+        return {"tasks": out, "endpoints": rt.client.describe()}
+
+    @app.get("/healthz", summary="The process is alive")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", summary="Every configured task's Triton models are ready")
+    async def readyz(request: Request) -> JSONResponse:
+        ok, reason = await _gw(request).ready()
+        return JSONResponse({"ready": ok, "reason": reason}, status_code=200 if ok else 503)
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    async def metrics(request: Request) -> Response:
+        gw = _gw(request)
+        for ep in gw.runtime.client.describe():
+            gw.metrics.endpoint_healthy.labels(ep["endpoint"]).set(1 if ep["healthy"] else 0)
+        gw.metrics.retries.set(gw.runtime.client.retries)
+        return Response(gw.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.post(
+        "/admin/reload",
+        summary="Reload the config file (Authorization: Bearer <gateway.admin_token>)",
+        responses={401: _ERRORS[401], 422: {"model": ErrorResponse, "description": "rejected"}},
+    )
+    async def reload(request: Request) -> dict[str, Any]:
+        gw = _gw(request)
+        token = gw.config.gateway.admin_token
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not token or not hmac.compare_digest(token.encode(), given.encode()):
+            raise Unauthorized("admin token missing or wrong", field="authorization")
+        return {"reloaded": True, **await gw.reload()}
+
+
+def _overrides(rt: Runtime, task: str) -> list[str]:
+    return [t.name for t in rt.config.policy.tenants if any(p.task == task for p in t.tasks)]
+
+
+def _triton_headers(request: Request) -> dict[str, str]:
+    """What Triton gets as gRPC metadata: the trace context of this request."""
+    return {"traceparent": request.state.trace.traceparent}
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(TextgateError)
+    async def textgate_error(request: Request, exc: TextgateError) -> JSONResponse:
+        return _error_response(exc, request, _gw(request))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = (exc.errors() or [{}])[0]
+        where = ".".join(str(x) for x in first.get("loc", ()) if x not in ("body", "path"))
+        err = ValidationFailed(str(first.get("msg", "invalid request")), field=where or None)
+        return _error_response(err, request, _gw(request))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        err = GatewayError(str(exc.detail))
+        response = _error_response(err, request, _gw(request))
+        response.status_code = exc.status_code
+        return response
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return _error_response(exc, request, _gw(request))
+
+
+def _middleware(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def context(request: Request, call_next: Any) -> Response:
+        rid = logs.request_id(request.headers.get("x-request-id"))
+        trace = logs.trace(request.headers.get("traceparent"))
+        request.state.request_id, request.state.trace = rid, trace
+        token = logs.request_id_var.set(rid)
+        gw: Gateway | None = getattr(request.app.state, "gateway", None)
+        start = time.perf_counter()
+        if gw is not None:
+            gw.metrics.in_flight.inc()
+        try:
+            response: Response = await call_next(request)
+        finally:
+            if gw is not None:
+                gw.metrics.in_flight.dec()
+            logs.request_id_var.reset(token)
+        response.headers["X-Request-ID"] = rid
+        response.headers["traceparent"] = trace.traceparent
+        if gw is not None and request.url.path.startswith("/v1/classify"):
+            _account(gw, request, response, rid, start)
+        return response
+
+
+def _account(gw: Gateway, request: Request, response: Response, rid: str, start: float) -> None:
+    task = request.path_params.get("task") or request.url.path.rsplit("/", 1)[-1]
+    code = response.status_code
+    if code != 200:
+        gw.metrics.requests.labels(task[:64], "none", str(code)).inc()
+    if code == 429:
+        gw.metrics.rejected.inc()
+    logs.logger.info(
+        "classify",
+        extra={
+            "request_id": rid,
+            "fields": {
+                "task": task[:64],
+                "status": code,
+                "ms": round((time.perf_counter() - start) * 1000, 2),
+                "trace_id": request.state.trace.trace_id,
+            },
+        },
+    )

@@ -1,0 +1,99 @@
+"""Scores -> actions: per task from config, with per-tenant overrides.
+
+threshold kind (spam): score = P(positive label); >= quarantine_at -> quarantine,
+>= review_at -> review, else allow. label kind (sentiment): the top label, or ``uncertain``
+while the top probability is below 0.5 + uncertain_band. The score of a label-kind task is
+P(last label) for two labels (so the re-score band has one axis), else the top probability.
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from textgate.config import PolicyConfig, TaskPolicyConfig
+from textgate.gateway.status import Unauthorized, ValidationFailed
+
+API_KEY_HEADER = "X-API-Key"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str
+    score: float
+
+
+def score_of(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[float]) -> float:
+    if rule.kind == "threshold" or len(labels) == 2:
+        positive = rule.positive_label or labels[-1]
+        index = labels.index(positive) if positive in labels else len(labels) - 1
+        return float(probs[index])
+    return float(max(probs))
+
+
+def decide(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[float]) -> Verdict:
+    score = score_of(rule, labels, probs)
+    if math.isnan(score):
+        # A model that answers NaN must not wave a message through.
+        return Verdict("review", score)
+    if rule.kind == "threshold":
+        if score >= rule.quarantine_at:
+            return Verdict("quarantine", score)
+        return Verdict("review" if score >= rule.review_at else "allow", score)
+    top = max(range(len(labels)), key=lambda i: probs[i])
+    if float(probs[top]) < 0.5 + rule.uncertain_band:
+        return Verdict("uncertain", score)
+    return Verdict(labels[top], score)
+
+
+def check_labels(rule: TaskPolicyConfig, labels: Sequence[str]) -> str | None:
+    """A problem with this rule for a model with these labels, or None."""
+    if rule.kind == "threshold" and rule.positive_label and rule.positive_label not in labels:
+        return (
+            f"policy for '{rule.task}' names positive_label '{rule.positive_label}', "
+            f"but the model's labels are {list(labels)}"
+        )
+    return None
+
+
+class Policy:
+    """A loaded PolicyConfig: picks the tenant of a request and its rule for a task."""
+
+    def __init__(self, config: PolicyConfig) -> None:
+        self.config = config
+        self._by_key = {t.api_key: t.name for t in config.tenants if t.api_key}
+        self._names = {t.name: t for t in config.tenants}
+
+    def tenant(self, headers: Mapping[str, str]) -> str | None:
+        """The tenant named by API key or tenant header; None: the default policy."""
+        key = headers.get(API_KEY_HEADER.lower()) or headers.get(API_KEY_HEADER)
+        name = headers.get(self.config.tenant_header.lower()) or headers.get(
+            self.config.tenant_header
+        )
+        by_key = self._match_key(key) if key else None
+        if key and by_key is None:
+            raise Unauthorized("unknown API key", field=API_KEY_HEADER)
+        if name is None:
+            return by_key
+        tenant = self._names.get(name)
+        if tenant is None:
+            raise ValidationFailed(f"unknown tenant {name[:64]!r}", field=self.config.tenant_header)
+        if tenant.api_key and by_key != name:
+            raise Unauthorized(f"tenant {name!r} needs its API key", field=API_KEY_HEADER)
+        return name
+
+    def _match_key(self, key: str) -> str | None:
+        for known, name in self._by_key.items():
+            if hmac.compare_digest(known.encode(), key.encode()):
+                return name
+        return None
+
+    def rule(self, task: str, tenant: str | None = None) -> TaskPolicyConfig:
+        return self.config.for_task(task, tenant)
+
+    def decide(
+        self, task: str, labels: Sequence[str], probs: Sequence[float], tenant: str | None
+    ) -> Verdict:
+        return decide(self.rule(task, tenant), labels, probs)

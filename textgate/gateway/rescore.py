@@ -1,0 +1,31 @@
+"""fast variant -> fp32 re-score: only where precision can change the action.
+
+When the fast variant's (int8 on CPU, fp16 on GPU) score lies within ``rescore_band`` of a
+decision threshold, the same text is scored again by ``<task>_fp32`` and that answer is
+used. With no fp32 ensemble deployed (one variant) or ``gateway.rescore: false`` it is off.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from textgate.config import TaskPolicyConfig
+
+
+def near_threshold(score: float, thresholds: Sequence[float], band: float) -> bool:
+    if band <= 0:
+        return False
+    if math.isnan(score):
+        return True  # a NaN from the fast variant is exactly what fp32 should check
+    return any(abs(score - t) <= band for t in thresholds)
+
+
+def needs_rescore(rule: TaskPolicyConfig, score: float) -> bool:
+    return near_threshold(score, rule.thresholds(), rule.rescore_band)
+
+
+def disagreement(fast: Sequence[float], precise: Sequence[float]) -> float:
+    """The largest per-label probability difference (NaN counts as total disagreement)."""
+    diffs = [abs(a - b) for a, b in zip(fast, precise, strict=True)]
+    return 1.0 if any(math.isnan(d) for d in diffs) else max(diffs, default=0.0)

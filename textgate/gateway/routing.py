@@ -1,0 +1,113 @@
+"""Which Triton model answers a task, discovered from what Triton serves.
+
+A task is an ensemble ``E`` whose last step is ``E_postprocess``; its labels come from that
+step's config, its variant and version from ``E_model``. ``E_fp32`` (built with
+``repository.rescore_variant``) is the task's precise ensemble for the re-score. A route is
+chosen per request (``Router.route``) so that canary routing (a share of requests to another
+version) can later slot in without touching the callers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from textgate.client import TritonClient
+from textgate.errors import TritonUnavailable
+from textgate.gateway.status import UnknownTask
+
+
+@dataclass(frozen=True)
+class Route:
+    task: str
+    model: str  # the ensemble to call
+    labels: tuple[str, ...]
+    version: str
+    variant: str
+    max_batch_size: int
+    precise: str | None = None  # the fp32 ensemble for the re-score; None: one variant
+    precise_variant: str | None = None
+    tokenizer_sha256: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.model, "version": self.version, "variant": self.variant}
+
+
+class Router:
+    def __init__(self, routes: Mapping[str, Route]) -> None:
+        self.routes = dict(routes)
+
+    def route(self, task: str) -> Route:
+        try:
+            return self.routes[task]
+        except KeyError:
+            known = ", ".join(sorted(self.routes)) or "none"
+            raise UnknownTask(f"no task '{task[:64]}' (served: {known})", field="task") from None
+
+    def models(self) -> list[str]:
+        """Every ensemble a request may call: what /readyz waits for."""
+        out = []
+        for r in self.routes.values():
+            out += [r.model] + ([r.precise] if r.precise else [])
+        return out
+
+
+def _param(config: Mapping[str, Any], key: str) -> str:
+    return str(config.get("parameters", {}).get(key, {}).get("string_value", ""))
+
+
+def _steps(config: Mapping[str, Any]) -> list[str]:
+    steps = config.get("ensemble_scheduling", {}).get("step", [])
+    return [str(s.get("model_name", "")) for s in steps]
+
+
+async def discover(client: TritonClient, tasks: Sequence[str] = ()) -> Router:
+    """Ask Triton which tasks it serves; ``tasks`` (if given) must all be among them."""
+    index = await client.repository_index()
+    ready = {m["name"]: str(m.get("version", "")) for m in index if m.get("state") == "READY"}
+    routes: dict[str, Route] = {}
+    for name in sorted(ready):
+        if tasks and name not in tasks:
+            continue
+        route = await _route(client, name, ready)
+        if route is not None:
+            routes[name] = route
+    missing = [t for t in tasks if t not in routes]
+    if missing:
+        raise TritonUnavailable(
+            f"Triton serves no ready task {', '.join(missing)} (ready: {', '.join(ready)})"
+        )
+    return Router(routes)
+
+
+async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> Route | None:
+    if f"{name}_postprocess" not in ready:
+        return None
+    config = await client.model_config(name)
+    if config.get("platform") != "ensemble" or _steps(config)[-1:] != [f"{name}_postprocess"]:
+        return None
+    post = await client.model_config(f"{name}_postprocess")
+    labels = tuple(json.loads(_param(post, "labels") or "[]"))
+    model = await _config_or_empty(client, f"{name}_model", ready)
+    tokenizer = await _config_or_empty(client, f"{name}_tokenize", ready) or model
+    precise = f"{name}_fp32" if f"{name}_fp32" in ready else None
+    precise_model = await _config_or_empty(client, f"{name}_model_fp32", ready)
+    return Route(
+        task=name,
+        model=name,
+        labels=labels,
+        version=ready.get(f"{name}_model", ready[name]),
+        variant=_param(model, "variant") or "unknown",
+        max_batch_size=int(config.get("max_batch_size", 0) or 1),
+        precise=precise,
+        precise_variant=(_param(precise_model, "variant") or "fp32") if precise else None,
+        tokenizer_sha256=_param(tokenizer, "tokenizer_sha256"),
+    )
+
+
+async def _config_or_empty(
+    client: TritonClient, name: str, ready: Mapping[str, str]
+) -> dict[str, Any]:
+    return await client.model_config(name) if name in ready else {}

@@ -1,0 +1,246 @@
+"""One classification request: normalize -> queue -> Triton -> re-score -> policy -> event.
+
+``Runtime`` is everything a config reload replaces; a request takes the runtime current at
+its start and keeps it to the end, so a reload never changes a request half-way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from textgate.client import TritonClient
+from textgate.config import Config
+from textgate.gateway import rescore
+from textgate.gateway.adapters import EventSink, Prepared, Preparer
+from textgate.gateway.limiter import Limiter
+from textgate.gateway.metrics import Metrics
+from textgate.gateway.policy import Policy, score_of
+from textgate.gateway.replay import ReplayStore, anomaly
+from textgate.gateway.routing import Route, Router
+
+
+@dataclass
+class Runtime:
+    config: Config
+    policy: Policy
+    limiter: Limiter
+    router: Router
+    client: TritonClient
+    preparer: Preparer
+    replay: ReplayStore | None = None
+
+
+@dataclass
+class Context:
+    request_id: str
+    tenant: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # passed on to Triton
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class Scored:
+    """One piece's answer, as used after max-pooling and the re-score."""
+
+    label: str
+    probs: list[float]
+    variant: str
+    rescored: bool = False
+    fast_probs: list[float] | None = None
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
+class Service:
+    def __init__(self, metrics: Metrics, events: EventSink) -> None:
+        self.metrics = metrics
+        self.events = events
+
+    async def classify(
+        self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
+    ) -> list[dict[str, Any]]:
+        route = rt.router.route(task)
+        t = time.perf_counter()
+        items = [self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
+        ctx.timings_ms["normalize"] = _ms(t)
+        async with rt.limiter.slot() as waited:
+            ctx.timings_ms["queue"] = round(waited * 1000.0, 3)
+            t = time.perf_counter()
+            scored = await self._score(rt, route, items, ctx)
+            ctx.timings_ms["triton"] = _ms(t)
+        t = time.perf_counter()
+        verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
+        ctx.timings_ms["policy"] = _ms(t)
+        ctx.timings_ms["total"] = _ms(ctx.started)
+        results = []
+        for i, (item, s, v) in enumerate(zip(items, scored, verdicts, strict=True)):
+            rid = ctx.request_id if len(items) == 1 else f"{ctx.request_id}/{i}"
+            self._maybe_replay(rt, route, item, s, rid)
+            await self.events.put(
+                text=item.text,
+                request_id=rid,
+                task=task,
+                model=route.model,
+                model_version=route.version,
+                variant=s.variant,
+                label=s.label,
+                score=_finite(v.score),
+                action=v.action,
+                timings_ms=dict(ctx.timings_ms),
+                tenant=ctx.tenant,
+            )
+            results.append(self._result(route, item, s, v.action, v.score, rid, ctx))
+        return results
+
+    def _prepare(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
+        if isinstance(x, bytes):
+            return rt.preparer.email(x)
+        return rt.preparer.text(x, "text" if n == 1 else f"texts[{i}]")
+
+    async def _score(
+        self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
+    ) -> list[Scored]:
+        pieces = [p for item in items for p in item.pieces]
+        probs = await self._infer(rt, route.model, route, pieces, ctx)
+        rule = rt.policy.rule(route.task, ctx.tenant)
+        out: list[Scored] = []
+        start = 0
+        for item in items:
+            rows = probs[start : start + len(item.pieces)]
+            start += len(item.pieces)
+            out.append(self._pool(route, rows, rule))
+        if route.precise and rt.config.gateway.rescore:
+            await self._rescore(rt, route, items, out, ctx)
+        return out
+
+    def _pool(self, route: Route, rows: np.ndarray, rule: Any) -> Scored:
+        """Max-pool the pieces of one item: the piece with the highest score answers."""
+        scores = [score_of(rule, route.labels, r) for r in rows]
+        best = max(
+            range(len(rows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i]
+        )
+        if any(math.isnan(s) for s in scores):
+            best = next(i for i, s in enumerate(scores) if math.isnan(s))  # keep the anomaly
+        row = [float(p) for p in rows[best]]
+        return Scored(_label(route.labels, row), row, route.variant)
+
+    async def _rescore(
+        self,
+        rt: Runtime,
+        route: Route,
+        items: Sequence[Prepared],
+        scored: list[Scored],
+        ctx: Context,
+    ) -> None:
+        rule = rt.policy.rule(route.task, ctx.tenant)
+        picked = [
+            i
+            for i, s in enumerate(scored)
+            if rescore.needs_rescore(rule, score_of(rule, route.labels, s.probs))
+        ]
+        if not picked or route.precise is None:
+            return
+        pieces = [p for i in picked for p in items[i].pieces]
+        probs = await self._infer(rt, route.precise, route, pieces, ctx)
+        start = 0
+        for i in picked:
+            rows = probs[start : start + len(items[i].pieces)]
+            start += len(items[i].pieces)
+            precise = self._pool(route, rows, rule)
+            old = scored[i]
+            changed = _label(route.labels, old.probs) != precise.label
+            self.metrics.rescores.labels(route.task, str(changed).lower()).inc()
+            scored[i] = Scored(
+                precise.label,
+                precise.probs,
+                route.precise_variant or "fp32",
+                rescored=True,
+                fast_probs=old.probs,
+            )
+
+    async def _infer(
+        self, rt: Runtime, model: str, route: Route, texts: Sequence[str], ctx: Context
+    ) -> np.ndarray:
+        """All pieces through ``model`` in batches the model accepts."""
+        size = max(1, route.max_batch_size)
+        parts = []
+        for start in range(0, len(texts), size):
+            pred = await rt.client.infer(
+                model,
+                texts[start : start + size],
+                request_id=ctx.request_id,
+                headers=ctx.headers,
+            )
+            parts.append(pred.probabilities)
+        return np.concatenate(parts) if parts else np.zeros((0, len(route.labels)), np.float32)
+
+    def _maybe_replay(self, rt: Runtime, route: Route, item: Prepared, s: Scored, rid: str) -> None:
+        if rt.replay is None:
+            return
+        fast = s.fast_probs if s.rescored else s.probs
+        why = anomaly(
+            fast or s.probs, s.probs if s.rescored else None, rt.config.gateway.replay_disagreement
+        )
+        if why is None:
+            return
+        rt.replay.save(
+            {
+                "request_id": rid,
+                "reason": why,
+                "task": route.task,
+                "model": route.model,
+                "precise_model": route.precise,
+                "model_version": route.version,
+                "variant": route.variant,
+                "precise_variant": route.precise_variant,
+                "tokenizer_sha256": route.tokenizer_sha256,
+                "normalization": rt.preparer.settings_dict(),
+                "notes": item.notes,
+                "pieces": list(item.pieces),
+                "outputs": {"fast": fast, "precise": s.probs if s.rescored else None},
+                "time": time.time(),
+            }
+        )
+        self.metrics.replays.inc()
+
+    def _result(
+        self,
+        route: Route,
+        item: Prepared,
+        s: Scored,
+        action: str,
+        score: float,
+        rid: str,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        return {
+            "label": s.label,
+            "probabilities": {n: _finite(p) for n, p in zip(route.labels, s.probs, strict=True)},
+            "score": _finite(score),
+            "action": action,
+            "model": route.describe(),
+            "precision_path": s.variant,
+            "rescored": s.rescored,
+            "request_id": rid,
+            "timings_ms": dict(ctx.timings_ms),
+            "normalization": item.notes,
+        }
+
+
+def _label(labels: Sequence[str], probs: Sequence[float]) -> str:
+    finite = [p if math.isfinite(p) else -math.inf for p in probs]
+    return labels[max(range(len(labels)), key=lambda i: finite[i])]
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no NaN: a non-finite number is sent as null (and the output is replayed)."""
+    return float(value) if math.isfinite(value) else None
