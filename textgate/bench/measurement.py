@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from textgate.bench import load, report
 from textgate.bench.target import Target
-from textgate.errors import ConfigError
+from textgate.errors import ConfigError, TextgateError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,8 +123,16 @@ async def _sample(probe: report.ProcessProbe) -> None:
 
 
 async def warm_up(target: Target, texts: Sequence[str], n: int) -> None:
-    # Concurrent, so that every bucket shape and batch size has run once before timing.
-    await asyncio.gather(*(target.classify(texts[i % len(texts)]) for i in range(n)))
+    """Concurrent, so that every bucket shape and batch size has run once before timing.
+    A target that fails every warm-up request is misconfigured: stop before measuring."""
+    calls = (target.classify(texts[i % len(texts)]) for i in range(n))
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures and len(failures) == len(results):
+        raise TextgateError(
+            f"{target.name}: all {n} warm-up requests failed; first: {failures[0]}",
+            hint="check --target, --url and --model",
+        )
 
 
 async def measure(
