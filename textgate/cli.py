@@ -781,6 +781,113 @@ def _run_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- serve (gateway) --------------------------------------------------------------------
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "serve",
+        help="run the HTTP gateway (embedded Triton with the spam model by default)",
+        description="Serve POST /v1/classify/{task} (JSON text(s) or a raw RFC 822 e-mail), "
+        "/v1/models, /healthz, /readyz and /metrics. With no --triton (and no "
+        "client.endpoints) the repository is built from the bundles (default: the spam "
+        "bundle of `textgate build`, trained once and cached) and served by the embedded "
+        "tritonserver on free ports. SIGHUP or POST /admin/reload reloads --config; an "
+        "invalid config is rejected and the old one stays. Ctrl-C or SIGTERM stop it.",
+        epilog="example: textgate serve\n"
+        "         textgate serve --config textgate.yaml --port 9000\n"
+        "         textgate serve --triton 10.0.0.5:8001,10.0.0.6:8001\n"
+        "         curl -s localhost:8080/v1/classify/spam -H 'content-type: message/rfc822' "
+        "--data-binary @mail.eml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, help="textgate YAML config (reloaded on SIGHUP)")
+    p.add_argument("--host", help="bind address (default gateway.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default gateway.port, 8080; 0: a free one)")
+    p.add_argument("--triton", help="Triton gRPC endpoints host:port,...; none: embedded")
+    p.add_argument(
+        "--bundle",
+        type=Path,
+        action="append",
+        default=[],
+        help="bundle to serve on the embedded Triton (repeatable; default: the spam bundle)",
+    )
+    p.set_defaults(handler=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    from textgate.errors import require
+
+    require("fastapi", "serve")
+    require("uvicorn", "serve")
+    from textgate.gateway import server
+
+    cfg = _load_config(args.config)
+    endpoints = [e.strip() for e in (args.triton or "").split(",") if e.strip()]
+    host = args.host or cfg.gateway.host
+    port = cfg.gateway.port if args.port is None else args.port
+
+    def ready(url: str) -> None:
+        out.print(
+            f"textgate gateway on {url}\n  try: curl -s {url}/v1/classify/spam "
+            "-H 'content-type: application/json' -d '{\"text\": \"WIN a free prize now\"}'",
+            highlight=False,
+        )
+
+    return server.run(
+        cfg,
+        config_path=args.config,
+        host=host,
+        port=port,
+        endpoints=endpoints,
+        bundles=args.bundle,
+        on_ready=ready,
+        log=lambda m: console.print(m, highlight=False),
+    )
+
+
+# --- replay -----------------------------------------------------------------------------
+
+
+def _add_replay(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "replay",
+        help="re-run a saved anomalous request and show what changed",
+        description="Read a record of the gateway's replay store (gateway.replay_dir: "
+        "outputs with NaN or a fast/fp32 disagreement), send its normalized pieces to the "
+        "same Triton models again and print the recorded and the new probabilities.",
+        epilog="example: textgate replay replay/3f2a...-1767000000.json --triton 127.0.0.1:8001",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument(
+        "--triton", help="Triton gRPC endpoints host:port,... (default client.endpoints)"
+    )
+    p.add_argument("--config", type=Path, help="textgate YAML config (client section)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(handler=_run_replay)
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from textgate.gateway import replay
+
+    cfg = _load_config(args.config)
+    record = replay.load(args.file)
+    endpoints = [e.strip() for e in (args.triton or "").split(",") if e.strip()]
+    endpoints = endpoints or list(cfg.client.endpoints)
+    if not endpoints:
+        raise errors.ConfigError("client.endpoints", "replay needs a Triton", hint="--triton URL")
+    report = asyncio.run(replay.rerun(record, endpoints, cfg.client))
+    if args.json:
+        _print_json(report)
+    else:
+        for line in replay.format_report(report):
+            out.print(line, highlight=False)
+    return 0
+
+
 # --- registry ---------------------------------------------------------------------------
 
 ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -794,6 +901,8 @@ ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_serve_triton,
     _add_bench,
     _add_tune,
+    _add_serve,
+    _add_replay,
 ]  # type: ignore[type-arg]
 
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from textgate.client import TritonClient
+from textgate.config import ClientConfig
 from textgate.errors import DataError
 
 FORMAT = "textgate-replay/1"
@@ -60,3 +62,56 @@ def load(path: Path | str) -> dict[str, Any]:
         if key not in data:
             raise DataError(f"replay record lacks '{key}'", path=path)
     return data
+
+
+async def rerun(
+    record: dict[str, Any], endpoints: Sequence[str], config: ClientConfig | None = None
+) -> dict[str, Any]:
+    """Send the record's pieces to its model(s) again; recorded vs now, per output."""
+    client = TritonClient(endpoints, config)
+    try:
+        now: dict[str, Any] = {}
+        for key, model in (("fast", record["model"]), ("precise", record.get("precise_model"))):
+            if not model or record["outputs"].get(key) is None:
+                continue
+            pred = await client.infer(model, record["pieces"], request_id=record["request_id"])
+            now[key] = _max_row(pred.probabilities)
+    finally:
+        await client.close()
+    report: dict[str, Any] = {
+        "file_request_id": record["request_id"],
+        "reason": record.get("reason"),
+        "model": record["model"],
+        "model_version": record.get("model_version"),
+        "tokenizer_sha256": record.get("tokenizer_sha256"),
+        "outputs": {},
+    }
+    for key, probs in now.items():
+        then = record["outputs"][key]
+        diff = max((abs(a - b) for a, b in zip(then, probs, strict=False)), default=0.0)
+        report["outputs"][key] = {"recorded": then, "now": probs, "max_abs_diff": diff}
+    return report
+
+
+def _max_row(probs: Any) -> list[float]:
+    # Chunked inputs were max-pooled on the positive (last) label; replay does the same.
+    rows = [[float(x) for x in row] for row in probs]
+    return max(rows, key=lambda r: r[-1] if math.isfinite(r[-1]) else math.inf)
+
+
+def format_report(report: dict[str, Any]) -> list[str]:
+    lines = [
+        f"request {report['file_request_id']} ({report.get('reason') or 'no reason recorded'})",
+        f"  model {report['model']} version {report.get('model_version')}, tokenizer "
+        f"{str(report.get('tokenizer_sha256') or '?')[:12]}",
+    ]
+    for key, out in report["outputs"].items():
+        lines.append(
+            f"  {key:8} recorded {_fmt(out['recorded'])}  now {_fmt(out['now'])}  "
+            f"max |diff| {out['max_abs_diff']:.6f}"
+        )
+    return lines
+
+
+def _fmt(probs: Sequence[float | None]) -> str:
+    return "[" + ", ".join("nan" if p is None else f"{p:.4f}" for p in probs) + "]"
