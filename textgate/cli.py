@@ -33,6 +33,7 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.RepositoryError: 7,
     errors.TritonError: 8,
     errors.DependencyError: 9,
+    errors.OutboxError: 10,
     errors.TextgateError: 1,
 }
 

@@ -330,6 +330,62 @@ class PolicyConfig:
         return hit or TaskPolicyConfig(task=task, kind="label")
 
 
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class KafkaConfig:
+    """Where the publisher sends events; no bootstrap servers: the outbox is the only sink."""
+
+    bootstrap_servers: tuple[str, ...] = ()  # host:port, ...; empty: outbox only
+    topic: str = "textgate.events"
+    client_id: str = "textgate"
+    acks: Literal["all", "leader"] = "all"  # all: idempotent producer; leader: no idempotence
+    batch_size: int = 500  # events claimed from the outbox per round
+    linger_ms: int = 5
+    delivery_timeout_s: float = 120.0  # an event not acked by then is retried in a later round
+    retry_backoff_min_s: float = 0.1  # backoff while the broker is down: exponential, jittered
+    retry_backoff_max_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        _require(
+            all(":" in s for s in self.bootstrap_servers),
+            "bootstrap_servers",
+            "entries are host:port",
+        )
+        _require(bool(self.topic), "topic", "must not be empty")
+        _require(self.batch_size >= 1, "batch_size", "must be >= 1")
+        _require(self.linger_ms >= 0, "linger_ms", "must be >= 0")
+        _require(self.delivery_timeout_s >= 1, "delivery_timeout_s", "must be >= 1")
+        _require(self.retry_backoff_min_s > 0, "retry_backoff_min_s", "must be > 0")
+        _require(
+            self.retry_backoff_max_s >= self.retry_backoff_min_s,
+            "retry_backoff_max_s",
+            "must be >= retry_backoff_min_s",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventsConfig:
+    """The classification events: the on-disk outbox and its publisher (docs/configuration.md)."""
+
+    outbox_path: Path = Path("textgate-events.sqlite3")
+    synchronous: Literal["full", "normal"] = "full"  # full: survives power loss; normal: crashes
+    max_depth: int = 100_000  # unpublished events held at most
+    overflow: Literal["reject", "block"] = "reject"  # at max_depth: 503, or wait for room first
+    block_timeout_s: float = 1.0  # overflow: block waits this long for room, then rejects
+    retry_after_s: int = 5  # the Retry-After of a 503 for a full outbox
+    retain_published: int = 10_000  # published events kept for `textgate events tail`
+    store_text: bool = False  # events carry the text's SHA-256; the text itself only if true
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+
+    def __post_init__(self) -> None:
+        _require(self.max_depth >= 1, "max_depth", "must be >= 1")
+        _require(self.block_timeout_s > 0, "block_timeout_s", "must be > 0")
+        _require(self.retry_after_s >= 1, "retry_after_s", "must be >= 1")
+        _require(self.retain_published >= 0, "retain_published", "must be >= 0")
+
+
 # --- the whole file -----------------------------------------------------------------------
 
 
@@ -342,6 +398,7 @@ class Config:
     client: ClientConfig = field(default_factory=ClientConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    events: EventsConfig = field(default_factory=EventsConfig)
 
     @classmethod
     def from_dict(

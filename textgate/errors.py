@@ -19,7 +19,9 @@ gateway map them to messages and HTTP codes, each in one table.
     │   ├── TritonUnavailable      no Triton endpoint answers (gateway: 503)
     │   └── TritonTimeout          Triton did not answer within the deadline (gateway: 504)
     ├── DependencyError            an optional extra (train, serve) is not installed
-    └── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
+    ├── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
+    └── OutboxError                the event outbox cannot be opened or written (names the file)
+        └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
 """
 
 from __future__ import annotations
@@ -145,6 +147,22 @@ class Overloaded(TextgateError):
 
     def __init__(self, message: str, *, retry_after_s: int = 1, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
+
+
+class OutboxError(TextgateError):
+    """The event outbox (SQLite) cannot be opened, read or written; ``path`` names the file."""
+
+    def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
+        super().__init__(f"event outbox {path}: {message}", hint=hint)
+        self.path = str(path)
+
+
+class OutboxFull(OutboxError):
+    """The outbox holds its bound of unpublished events; the classification is refused (503)."""
+
+    def __init__(self, message: str, *, path: Path | str, retry_after_s: int = 5) -> None:
+        super().__init__(message, path=path, hint="the event publisher is behind; retry later")
         self.retry_after_s = retry_after_s
 
 
