@@ -1,0 +1,284 @@
+"""The event outbox (SQLite WAL), the event schema and the publisher's round logic."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from textgate.config import Config, EventsConfig, KafkaConfig
+from textgate.errors import ConfigError, OutboxError, OutboxFull
+from textgate.gateway.events import EVENT_SCHEMA, SCHEMA_ID, Event, text_hash
+from textgate.gateway.outbox import Outbox, read_rows
+from textgate.gateway.publisher import Publisher, backoff_s, register_metrics
+
+
+def event(i: int, **over: Any) -> Event:
+    fields: dict[str, Any] = {
+        "request_id": f"r{i}",
+        "task": "spam",
+        "model": "spam",
+        "model_version": "1",
+        "variant": "int8",
+        "label": "spam",
+        "score": 0.97,
+        "action": "quarantine",
+        "timings_ms": {"total": 3.0},
+    }
+    return Event.of(text=f"text {i}", **(fields | over))
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# --- the event ---------------------------------------------------------------------------
+
+
+def test_event_json_matches_its_schema_and_round_trips() -> None:
+    e = event(1)
+    data = e.to_dict()
+    assert data["schema"] == SCHEMA_ID == EVENT_SCHEMA["$id"]
+    assert set(EVENT_SCHEMA["required"]) <= set(data) <= set(EVENT_SCHEMA["properties"])
+    assert data["text"] is None and data["text_sha256"] == text_hash("text 1")
+    assert Event.from_json(e.to_json()) == e
+    fields = {k: v for k, v in data.items() if k not in ("text", "text_sha256")}
+    assert Event.of(text="hi", store_text=True, **fields).text == "hi"
+
+
+def test_event_needs_a_request_id() -> None:
+    with pytest.raises(ValueError, match="request_id"):
+        event(1, request_id="")
+
+
+# --- put / claim / ack ---------------------------------------------------------------------
+
+
+def test_put_claim_ack_release(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db") as ob:
+            for i in range(5):
+                assert await ob.put(event(i))
+            assert not await ob.put(event(0))  # the request id is the dedup key
+            assert ob.depth() == 5 and ob.stats.duplicates == 1
+            first = await ob.claim(3)
+            assert [r.request_id for r in first] == ["r0", "r1", "r2"]
+            assert [r.request_id for r in await ob.claim(10)] == ["r3", "r4"]  # not re-claimed
+            await ob.ack([first[0].id, first[1].id])
+            await ob.release([first[2].id])
+            assert ob.depth() == 3
+            again = await ob.claim(10)
+            assert [r.request_id for r in again] == ["r2"] and again[0].attempts == 2
+            assert ob.oldest_age_s() >= 0
+
+    run(scenario())
+
+
+def test_events_survive_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+
+    async def write() -> None:
+        with Outbox(path) as ob:
+            for i in range(4):
+                await ob.put(event(i))
+            await ob.ack([r.id for r in await ob.claim(1)])
+
+    async def reread() -> list[str]:
+        with Outbox(path) as ob:
+            assert ob.depth() == 3
+            return [r.request_id for r in await ob.claim(10)]  # claims are not durable
+
+    run(write())
+    assert run(reread()) == ["r1", "r2", "r3"]
+    assert [r.request_id for r in read_rows(path, last=2)] == ["r2", "r3"]
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_concurrent_writers_from_tasks_and_threads(tmp_path: Path) -> None:
+    ob = Outbox(tmp_path / "o.db", synchronous="normal")
+
+    def from_thread(base: int) -> None:
+        for i in range(base, base + 100):
+            ob.put_sync(event(i))
+
+    async def scenario() -> None:
+        threads = [threading.Thread(target=from_thread, args=(10_000 * k,)) for k in (1, 2)]
+        for t in threads:
+            t.start()
+        await asyncio.gather(*(ob.put(event(i)) for i in range(500)))
+        for t in threads:
+            t.join()
+
+    run(scenario())
+    ob.close()
+    rows = read_rows(tmp_path / "o.db")
+    assert len(rows) == len({r.request_id for r in rows}) == 700
+
+
+# --- the bound -----------------------------------------------------------------------------
+
+
+def test_reject_policy_refuses_new_work_at_the_bound(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db", max_depth=3, retry_after_s=7) as ob:
+            for i in range(3):
+                await ob.put(event(i))
+            t0 = time.monotonic()
+            with pytest.raises(OutboxFull) as info:
+                await ob.put(event(3))
+            assert time.monotonic() - t0 < 0.5 and info.value.retry_after_s == 7
+            assert ob.stats.rejected == 1 and ob.depth() == 3  # nothing accepted was dropped
+            await ob.ack([r.id for r in await ob.claim(1)])
+            assert await ob.put(event(3))
+
+    run(scenario())
+
+
+def test_block_policy_waits_for_room_then_rejects(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db", max_depth=1, overflow="block", block_timeout_s=0.3) as ob:
+            await ob.put(event(0))
+            t0 = time.monotonic()
+            with pytest.raises(OutboxFull):
+                await ob.put(event(1))
+            assert time.monotonic() - t0 >= 0.3
+
+            async def drain_soon() -> None:
+                await asyncio.sleep(0.1)
+                await ob.ack([r.id for r in await ob.claim(1)])
+
+            _, stored = await asyncio.gather(drain_soon(), ob.put(event(1)))
+            assert stored and ob.depth() == 1
+
+    run(scenario())
+
+
+def test_outbox_only_mode_keeps_recent_events_and_no_backlog(tmp_path: Path) -> None:
+    with Outbox(tmp_path / "o.db", publishing=False, max_depth=1, retain_published=5) as ob:
+        for i in range(20):
+            ob.put_sync(event(i))  # never full: nothing waits for a publisher
+        assert ob.depth() == 0
+    assert [r.request_id for r in read_rows(tmp_path / "o.db")] == [f"r{i}" for i in range(15, 20)]
+
+
+# --- damaged and busy files ----------------------------------------------------------------
+
+
+def test_corrupted_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(OutboxError, match="not a readable SQLite database") as info:
+        Outbox(path)
+    assert info.value.path == str(path) and "aside" in (info.value.hint or "")
+    with pytest.raises(OutboxError, match="cannot be read"):
+        read_rows(path)
+
+
+def test_locked_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    ob = Outbox(path, busy_timeout_s=0.2)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holding the write lock
+    try:
+        with pytest.raises(OutboxError, match="locked by another process"):
+            Outbox(path, busy_timeout_s=0.2)  # opening needs the lock too
+        with pytest.raises(OutboxError, match="locked by another process") as info:
+            ob.put_sync(event(1))
+        assert "outbox_path" in (info.value.hint or "")
+        other.execute("ROLLBACK")
+        assert ob.put_sync(event(1))  # usable again once the lock is gone
+        ob.close()
+    finally:
+        other.close()
+
+
+def test_newer_schema_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    sqlite3.connect(path).execute("PRAGMA user_version=99")
+    with pytest.raises(OutboxError, match="schema version 99"):
+        Outbox(path)
+    with pytest.raises(OutboxError, match="does not exist"):
+        read_rows(tmp_path / "missing.db")
+
+
+# --- config --------------------------------------------------------------------------------
+
+
+def test_events_config_keys() -> None:
+    cfg = Config.from_dict(
+        {"events": {"overflow": "block", "kafka": {"bootstrap_servers": "a:9092,b:9092"}}},
+        env={"TEXTGATE_EVENTS__MAX_DEPTH": "10"},
+    )
+    assert cfg.events.max_depth == 10 and cfg.events.overflow == "block"
+    assert cfg.events.kafka.bootstrap_servers == ("a:9092", "b:9092")
+    assert EventsConfig().kafka.bootstrap_servers == ()  # default: outbox only
+    with pytest.raises(ConfigError, match="events.kafka.retry_backoff_max_s"):
+        Config.from_dict({"events": {"kafka": {"retry_backoff_max_s": 0.01}}})
+    with pytest.raises(ConfigError, match="events.overflow"):
+        Config.from_dict({"events": {"overflow": "drop"}})
+
+
+# --- publisher rounds without a broker -----------------------------------------------------
+
+
+class FakeProducer:
+    """Delivers keys not in ``fail``; records what it was asked to send."""
+
+    def __init__(self, fail: set[str]) -> None:
+        self.fail = fail
+        self.sent: list[str] = []
+        self.pending: list[tuple[str, Any]] = []
+
+    def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any) -> None:
+        self.sent.append(key.decode())
+        self.pending.append((key.decode(), on_delivery))
+
+    def poll(self, timeout: float) -> int:
+        done, self.pending = self.pending, []
+        for key, cb in done:
+            cb("broker down" if key in self.fail else None, None)
+        return len(done)
+
+    def purge(self) -> None:
+        self.pending = []
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def test_publisher_acks_delivered_and_keeps_failed(tmp_path: Path) -> None:
+    producers: list[FakeProducer] = []
+
+    def factory(config: dict[str, Any]) -> FakeProducer:
+        assert config["enable.idempotence"] is True and config["acks"] == "all"
+        producers.append(FakeProducer(fail={"r1"} if not producers else set()))
+        return producers[-1]
+
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db") as ob:
+            for i in range(3):
+                await ob.put(event(i))
+            pub = Publisher(ob, KafkaConfig(bootstrap_servers=("x:1",)), producer_factory=factory)
+            assert await pub.publish_once() == 1
+            assert ob.depth() == 1 and pub.stats.failures == 1 and not pub.stats.broker_up
+            assert await pub.publish_once() == 0  # a new producer sends the released row
+            assert ob.depth() == 0 and pub.stats.published == 3 and pub.stats.producers == 2
+            registry = CollectorRegistry()
+            register_metrics(registry, ob, pub)
+            assert registry.get_sample_value("textgate_events_publish_failures_total") == 1
+            assert registry.get_sample_value("textgate_outbox_depth") == 0
+
+    run(scenario())
+    assert producers[1].sent == ["r1"]
+
+
+def test_backoff_is_bounded_exponential_with_jitter() -> None:
+    assert backoff_s(1, 0.1, 10, lambda: 1.0) == pytest.approx(0.2)
+    assert backoff_s(50, 0.1, 10, lambda: 1.0) == 10
+    assert backoff_s(50, 0.1, 10, lambda: 0.0) == 0.1

@@ -1,0 +1,102 @@
+"""The classification event: one per classified text, versioned, JSON on the wire.
+
+The gateway builds an ``Event`` per classification, the ``Outbox`` stores its JSON, the
+``Publisher`` sends that JSON to Kafka keyed by ``request_id`` (the dedup key for consumers).
+``EVENT_SCHEMA`` is the JSON Schema of ``Event.to_dict()``; a new incompatible field means a
+new ``schema`` value (``textgate.event/2``), never a silent change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_ID = "textgate.event/1"
+
+EVENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": SCHEMA_ID,
+    "title": "textgate classification event",
+    "type": "object",
+    "required": [
+        "schema",
+        "request_id",
+        "time",
+        "task",
+        "model",
+        "model_version",
+        "variant",
+        "label",
+        "score",
+        "action",
+        "timings_ms",
+        "text_sha256",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"const": SCHEMA_ID},
+        "request_id": {"type": "string", "minLength": 1, "description": "the dedup key"},
+        "time": {"type": "number", "description": "Unix time (s) the event was made"},
+        "task": {"type": "string"},
+        "model": {"type": "string", "description": "Triton model (ensemble) name"},
+        "model_version": {"type": "string"},
+        "variant": {"type": "string", "description": "variant that answered: fp32, int8, ..."},
+        "label": {"type": "string"},
+        "score": {"type": "number"},
+        "action": {"type": "string", "description": "allow, review, quarantine, a label, ..."},
+        "timings_ms": {"type": "object", "additionalProperties": {"type": "number"}},
+        "text_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "text": {"type": ["string", "null"], "description": "only with events.store_text"},
+        "tenant": {"type": ["string", "null"]},
+    },
+}
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 of the UTF-8 text: lets consumers join and count texts without holding them."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """One classification, as stored in the outbox and published to Kafka."""
+
+    request_id: str
+    task: str
+    model: str
+    model_version: str
+    variant: str
+    label: str
+    score: float
+    action: str
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    text_sha256: str
+    text: str | None = None
+    tenant: str | None = None
+    time: float = field(default_factory=time.time)
+    schema: str = SCHEMA_ID
+
+    def __post_init__(self) -> None:
+        if not self.request_id:
+            raise ValueError("an event needs a request_id (it is the dedup key)")
+
+    @classmethod
+    def of(cls, *, text: str, store_text: bool = False, **fields: Any) -> Event:
+        """An event for ``text``: always its hash, the text itself only when ``store_text``."""
+        return cls(text_sha256=text_hash(text), text=text if store_text else None, **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timings_ms"] = dict(self.timings_ms)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Event:
+        return cls(**json.loads(raw))

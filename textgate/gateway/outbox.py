@@ -1,0 +1,438 @@
+"""The event outbox: a durable SQLite (WAL) queue between a classification and Kafka.
+
+The gateway awaits ``put`` before it answers, so an accepted classification's event is on
+disk first; the ``Publisher`` drains the outbox with ``claim`` / ``ack`` / ``release``.
+
+Writes go through one writer thread that owns the connection and commits every write that
+is waiting as one transaction (group commit): concurrent ``put``s share one fsync, and the
+event loop never blocks on disk.
+
+Durability (``synchronous``): ``full`` fsyncs the WAL on every commit, so an event whose
+``put`` returned survives a power loss; ``normal`` skips that fsync and survives a process
+crash but may lose the last commits on a power loss or kernel crash. The default is
+``full``; group commit keeps its cost to one fsync per batch of writers.
+
+Bound (``max_depth`` unpublished events): ``reject`` raises ``OutboxFull`` at once (the
+gateway answers 503 with Retry-After: accepted work is never dropped, new work is refused);
+``block`` waits up to ``block_timeout_s`` for the publisher to make room, then rejects.
+
+A request id is stored once: a second ``put`` with the same id is a no-op returning False,
+while both rows' window overlaps (unpublished rows plus ``retain_published`` published ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from textgate.errors import OutboxError, OutboxFull
+from textgate.gateway.events import Event
+
+SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL,
+    payload TEXT NOT NULL,
+    published_at REAL,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS events_pending ON events(id) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS events_published ON events(id) WHERE published_at IS NOT NULL;
+"""
+
+_COLUMNS = "id, request_id, created_at, payload, published_at, attempts"
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    request_id: str
+    created_at: float
+    payload: str  # the event's JSON, sent to Kafka as is
+    published_at: float | None
+    attempts: int
+
+
+@dataclass
+class OutboxStats:
+    """Plain counters (read by the metrics collector); written by the writer thread only."""
+
+    written: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    published: int = 0
+
+
+class _Op:
+    """One unit of work for the writer thread and the future its caller waits on."""
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        self.fn = fn
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+
+class Outbox:
+    """A bounded, durable queue of events in one SQLite file (one process writes it)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_depth: int = 100_000,
+        overflow: Literal["reject", "block"] = "reject",
+        block_timeout_s: float = 1.0,
+        retry_after_s: int = 5,
+        synchronous: Literal["full", "normal"] = "full",
+        retain_published: int = 10_000,
+        publishing: bool = True,
+        busy_timeout_s: float = 5.0,
+        max_group: int = 512,
+    ) -> None:
+        self.path = Path(path)
+        self.max_depth = max_depth
+        self.overflow = overflow
+        self.block_timeout_s = block_timeout_s
+        self.retry_after_s = retry_after_s
+        self.retain_published = retain_published
+        # Without a broker the outbox is the sink: rows are stored as already delivered.
+        self.publishing = publishing
+        self.stats = OutboxStats()
+        self._synchronous = synchronous.upper()
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._max_group = max_group
+        self._depth = 0
+        self._oldest: float | None = None
+        self._claimed: set[int] = set()
+        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
+        self._closed = False
+        opened: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._serve, args=(opened,), name=f"outbox-writer:{self.path.name}", daemon=True
+        )
+        self._thread.start()
+        opened.result()  # raises OutboxError when the file is unusable
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> Outbox:
+        """From an ``EventsConfig``; publishing only when Kafka servers are configured."""
+        return cls(
+            cfg.outbox_path,
+            max_depth=cfg.max_depth,
+            overflow=cfg.overflow,
+            block_timeout_s=cfg.block_timeout_s,
+            retry_after_s=cfg.retry_after_s,
+            synchronous=cfg.synchronous,
+            retain_published=cfg.retain_published,
+            publishing=bool(cfg.kafka.bootstrap_servers),
+        )
+
+    # --- public API (async for the gateway, *_sync for threads and tools) --------------
+
+    async def put(self, event: Event) -> bool:
+        """Store ``event`` durably; False when its request id is already stored.
+
+        Raises ``OutboxFull`` at the bound (after ``block_timeout_s`` with ``block``).
+        """
+        deadline = time.monotonic() + (self.block_timeout_s if self.overflow == "block" else 0)
+        while True:
+            try:
+                return await self._submit(self._put_fn(event))
+            except OutboxFull:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.01)  # the publisher acks in batches; poll for room
+
+    def put_sync(self, event: Event) -> bool:
+        """``put`` for code outside an event loop (reject policy only)."""
+        return self._call(self._put_fn(event))
+
+    async def claim(self, limit: int) -> list[OutboxRow]:
+        """The oldest unpublished rows not already claimed, at most ``limit``."""
+        return await self._submit(lambda conn: self._claim(conn, limit))
+
+    async def ack(self, ids: Sequence[int]) -> None:
+        """Mark rows published (only after the broker acknowledged them)."""
+        if ids:
+            await self._submit(lambda conn: self._ack(conn, ids))
+
+    async def release(self, ids: Iterable[int]) -> None:
+        """Give claimed rows back (their send failed); the next ``claim`` returns them."""
+        ids = list(ids)
+        await self._submit(lambda conn: self._claimed.difference_update(ids))
+
+    def depth(self) -> int:
+        """Unpublished events (kept by the writer thread; no query)."""
+        return self._depth
+
+    def oldest_age_s(self) -> float:
+        """Age of the oldest unpublished event; 0 when none waits."""
+        return 0.0 if self._oldest is None else max(0.0, time.time() - self._oldest)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join()
+
+    def __enter__(self) -> Outbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writer thread -------------------------------------------------------------------
+
+    async def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.wrap_future(self._enqueue(fn))
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        result: T = self._enqueue(fn).result()
+        return result
+
+    def _enqueue(self, fn: Callable[[sqlite3.Connection], Any]) -> concurrent.futures.Future[Any]:
+        if self._closed:
+            raise OutboxError("is closed", path=self.path)
+        op = _Op(fn)
+        self._queue.put(op)
+        return op.future
+
+    def _serve(self, opened: concurrent.futures.Future[None]) -> None:
+        conn = self._run_open(opened)
+        if conn is None:
+            return
+        try:
+            while (op := self._queue.get()) is not None:
+                group = [op]
+                stop = self._fill(group)
+                self._commit(conn, group)
+                if stop:
+                    break
+        finally:
+            conn.close()
+
+    def _fill(self, group: list[_Op]) -> bool:
+        """Take every waiting op (up to max_group) into this transaction; True on close."""
+        while len(group) < self._max_group:
+            try:
+                op = self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            if op is None:
+                return True
+            group.append(op)
+        return False
+
+    def _commit(self, conn: sqlite3.Connection, group: list[_Op]) -> None:
+        results: list[tuple[_Op, Any, BaseException | None]] = []
+        claimed = set(self._claimed)  # restored when the transaction rolls back
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for op in group:
+                try:
+                    results.append((op, op.fn(conn), None))
+                except OutboxFull as exc:  # refuses this op only; the others commit
+                    results.append((op, None, exc))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.rollback()
+            self._claimed = claimed
+            self._resync(conn)
+            error = self._error(exc)
+            for op in group:
+                op.future.set_exception(error)
+            return
+        for op, value, err in results:
+            if err is None:
+                op.future.set_result(value)
+            else:
+                op.future.set_exception(err)
+
+    def _run_open(self, opened: concurrent.futures.Future[None]) -> sqlite3.Connection | None:
+        try:
+            conn = self._open()
+        except OutboxError as exc:
+            opened.set_exception(exc)
+            return None
+        opened.set_result(None)
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
+        except (OSError, sqlite3.Error) as exc:
+            raise self._error(exc) from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise OutboxError(f"cannot switch to WAL mode (got {mode})", path=self.path)
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            self._migrate(conn)
+            self._resync(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc) from exc
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise OutboxError(
+                f"has schema version {version}; this textgate reads {SCHEMA_VERSION}",
+                path=self.path,
+                hint="upgrade textgate, or point events.outbox_path at a new file",
+            )
+        conn.executescript(_DDL)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _resync(self, conn: sqlite3.Connection) -> None:
+        """Recount depth and oldest age from the file (at open, after a failed commit)."""
+        self._depth = conn.execute(
+            "SELECT count(*) FROM events WHERE published_at IS NULL"
+        ).fetchone()[0]
+        row = conn.execute(
+            "SELECT created_at FROM events WHERE published_at IS NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+        self._oldest = None if row is None else row[0]
+
+    def _error(self, exc: BaseException) -> OutboxError:
+        if isinstance(exc, OutboxError):
+            return exc
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return OutboxError(
+                f"is locked by another process (waited {self._busy_ms / 1000:g} s)",
+                path=self.path,
+                hint="one gateway process per outbox file: stop the other one "
+                "or give each its own events.outbox_path",
+            )
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return OutboxError(
+                f"is not a readable SQLite database ({text})",
+                path=self.path,
+                hint="move the file (and its -wal/-shm files) aside to keep it for "
+                "inspection; textgate then starts a new, empty outbox",
+            )
+        return OutboxError(
+            f"cannot be opened or written ({text})",
+            path=self.path,
+            hint="check that its directory exists, is writable and has free space",
+        )
+
+    # --- operations (run inside the writer's transaction) --------------------------------
+
+    def _put_fn(self, event: Event) -> Callable[[sqlite3.Connection], bool]:
+        payload = event.to_json()  # serialized by the caller, outside the writer thread
+        return lambda conn: self._put(conn, event.request_id, event.time, payload)
+
+    def _put(self, conn: sqlite3.Connection, request_id: str, created: float, payload: str) -> bool:
+        if self.publishing and self._depth >= self.max_depth:
+            self.stats.rejected += 1
+            raise OutboxFull(
+                f"holds {self._depth} unpublished events (events.max_depth)",
+                path=self.path,
+                retry_after_s=self.retry_after_s,
+            )
+        published = None if self.publishing else time.time()
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO events (request_id, created_at, payload, published_at) "
+            "VALUES (?, ?, ?, ?)",
+            (request_id, created, payload, published),
+        )
+        if cur.rowcount == 0:
+            self.stats.duplicates += 1
+            return False
+        self.stats.written += 1
+        if self.publishing:
+            self._depth += 1
+            if self._oldest is None:
+                self._oldest = created
+        else:
+            self._prune(conn)
+        return True
+
+    def _claim(self, conn: sqlite3.Connection, limit: int) -> list[OutboxRow]:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE published_at IS NULL ORDER BY id LIMIT ?",
+            (limit + len(self._claimed),),
+        ).fetchall()
+        # attempts counts this claim too, as the UPDATE below stores it
+        picked = [
+            OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5] + 1)
+            for r in rows
+            if r[0] not in self._claimed
+        ][:limit]
+        ids = [r.id for r in picked]
+        self._claimed.update(ids)
+        conn.executemany(
+            "UPDATE events SET attempts = attempts + 1 WHERE id = ?", ((i,) for i in ids)
+        )
+        return picked
+
+    def _ack(self, conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+        now = time.time()
+        cur = conn.executemany(
+            "UPDATE events SET published_at = ? WHERE id = ? AND published_at IS NULL",
+            ((now, i) for i in ids),
+        )
+        self._claimed.difference_update(ids)
+        self._depth -= cur.rowcount
+        self.stats.published += cur.rowcount
+        row = conn.execute(
+            "SELECT created_at FROM events WHERE published_at IS NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+        self._oldest = None if row is None else row[0]
+        self._prune(conn)
+
+    def _prune(self, conn: sqlite3.Connection) -> None:
+        """Keep only the newest ``retain_published`` published rows (for ``events tail``)."""
+        conn.execute(
+            "DELETE FROM events WHERE published_at IS NOT NULL AND id <= ("
+            " SELECT id FROM events WHERE published_at IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (self.retain_published,),
+        )
+
+
+def read_rows(path: Path | str, *, after_id: int = 0, last: int | None = None) -> list[OutboxRow]:
+    """Rows for ``textgate events tail``: read-only, never creates the file.
+
+    ``last``: only the newest ``last`` rows after ``after_id``; in id order either way.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise OutboxError(
+            "does not exist", path=path, hint="pass --outbox or set events.outbox_path"
+        )
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            order = "DESC" if last is not None else "ASC"
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE id > ? ORDER BY id {order} LIMIT ?",
+                (after_id, -1 if last is None else last),
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise OutboxError(
+            f"cannot be read ({exc})",
+            path=path,
+            hint="is it a textgate outbox? (events.outbox_path)",
+        ) from exc
+    out = [OutboxRow(*r) for r in rows]
+    return out[::-1] if last is not None else out
