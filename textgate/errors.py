@@ -20,6 +20,13 @@ gateway map them to messages and HTTP codes, each in one table.
     │   └── TritonTimeout          Triton did not answer within the deadline (gateway: 504)
     ├── DependencyError            an optional extra (train, serve) is not installed
     ├── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
+    ├── InputError                 a request's input cannot be classified (``reason``: a code)
+    │   ├── PayloadTooLarge        over a size limit: body, headers, text (gateway: 413)
+    │   ├── UnsupportedMedia       a content type the gateway does not read (gateway: 415)
+    │   └── InvalidInput           unusable as sent; names the ``field`` (gateway: 422)
+    │       ├── EmptyText          nothing left to classify after normalization
+    │       ├── MalformedMessage   a MIME structure that cannot be read unambiguously
+    │       └── MessageTooComplex  more MIME parts or deeper nesting than allowed
     └── OutboxError                the event outbox cannot be opened or written (names the file)
         └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
 """
@@ -175,3 +182,54 @@ def require(module: str, extra: str) -> None:
             f"this command needs '{module}', which is not installed",
             hint=f"pip install 'textgate[{extra}]'",
         )
+
+
+class InputError(TextgateError):
+    """A request's input cannot be classified as sent (a 4xx, never a 500).
+
+    ``reason`` is a short stable code (``"too_many_parts"``) for responses and metrics.
+    """
+
+    def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.reason = reason
+
+
+class PayloadTooLarge(InputError):
+    """The input is over a configured size limit; ``limit`` is that limit."""
+
+    def __init__(self, message: str, *, reason: str, limit: int, hint: str | None = None) -> None:
+        super().__init__(message, reason=reason, hint=hint)
+        self.limit = limit
+
+
+class UnsupportedMedia(InputError):
+    """The input's content type is not one the gateway reads."""
+
+    def __init__(self, media_type: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"unsupported content type '{media_type}'", reason="unsupported_media", hint=hint
+        )
+        self.media_type = media_type
+
+
+class InvalidInput(InputError):
+    """The input cannot be used as sent; ``field`` names the offending field."""
+
+    def __init__(
+        self, message: str, *, field: str, reason: str = "invalid", hint: str | None = None
+    ) -> None:
+        super().__init__(f"{field}: {message}", reason=reason, hint=hint)
+        self.field = field
+
+
+class EmptyText(InvalidInput):
+    """Nothing is left to classify once the input is normalized."""
+
+
+class MalformedMessage(InvalidInput):
+    """A raw message whose MIME structure cannot be read unambiguously."""
+
+
+class MessageTooComplex(InvalidInput):
+    """A raw message with more MIME parts or deeper nesting than the settings allow."""
