@@ -891,6 +891,82 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 # --- registry ---------------------------------------------------------------------------
 
+# --- events ---------------------------------------------------------------------------
+
+
+def _add_events(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "events",
+        help="look at the classification events in the outbox",
+        description="Every classification writes one event to the on-disk outbox "
+        "(events.outbox_path) before its response is sent; with events.kafka configured a "
+        "publisher drains it to Kafka. `events tail` reads the outbox (read-only).",
+        epilog="example: textgate events tail -n 20\n"
+        "         textgate events tail --outbox textgate-events.sqlite3 --follow --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = p.add_subparsers(dest="events_command", metavar="ACTION", required=True)
+    t = actions.add_parser(
+        "tail",
+        help="print the newest events (published or still waiting)",
+        description="Print the newest events of the outbox, oldest first; --follow keeps "
+        "printing new ones until Ctrl-C.",
+        epilog="example: textgate events tail -n 50 --json | jq .action",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    t.add_argument("--outbox", type=Path, help="outbox file (default: events.outbox_path)")
+    t.add_argument("--config", type=Path, help="YAML config file")
+    t.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10)")
+    t.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    t.add_argument("--json", action="store_true", help="one JSON object per line")
+    t.set_defaults(handler=_run_events_tail)
+
+
+def _run_events_tail(args: argparse.Namespace) -> int:
+    import time
+
+    from textgate.gateway.outbox import read_rows
+
+    path = args.outbox or _load_config(args.config).events.outbox_path
+    rows = read_rows(path, last=max(0, args.n))
+    last_id = _print_events(rows, as_json=args.json)
+    while args.follow:
+        try:
+            time.sleep(0.5)
+        except KeyboardInterrupt:
+            break
+        last_id = max(last_id, _print_events(read_rows(path, after_id=last_id), args.json))
+    return 0
+
+
+def _print_events(rows: Sequence[Any], as_json: bool) -> int:
+    """Print rows; returns the last id printed (0 when none)."""
+    for row in rows:
+        event = json.loads(row.payload)
+        if as_json:
+            extra = {"published_at": row.published_at, "attempts": row.attempts}
+            print(json.dumps(event | extra, ensure_ascii=False), flush=True)
+            continue
+        state = "published" if row.published_at else "waiting"
+        model = f"{event.get('model')}@{event.get('model_version')}/{event.get('variant')}"
+        score = float(event.get("score", float("nan")))
+        line = (
+            f"{_iso(event.get('time'))}  {event.get('request_id')}  {event.get('task')}  "
+            f"{model}  {event.get('label')} {score:.4f}  {event.get('action')}  {state}"
+        )
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    return rows[-1].id if rows else 0
+
+
+def _iso(ts: Any) -> str:
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(float(ts), UTC).isoformat(timespec="milliseconds")
+    except (TypeError, ValueError):
+        return "?"
+
+
 ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_data,
     _add_train,
@@ -902,6 +978,7 @@ ADDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_serve_triton,
     _add_bench,
     _add_tune,
+    _add_events,
     _add_serve,
     _add_replay,
 ]  # type: ignore[type-arg]

@@ -82,7 +82,9 @@ def producer_config(kafka: KafkaConfig) -> dict[str, Any]:
         "retry.backoff.max.ms": max_ms,
         "reconnect.backoff.ms": min_ms,
         "reconnect.backoff.max.ms": max_ms,
-        "socket.timeout.ms": max(2000, min(30000, int(kafka.delivery_timeout_s * 500))),
+        # A hung request is abandoned and retried (same sequence numbers) well before the
+        # delivery timeout gives up on its messages.
+        "socket.timeout.ms": max(1000, min(30000, int(kafka.delivery_timeout_s * 250))),
     }
 
 
