@@ -34,6 +34,8 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.TritonError: 8,
     errors.DependencyError: 9,
     errors.OutboxError: 10,
+    errors.InputError: 11,
+    errors.Overloaded: 12,
     errors.TextgateError: 1,
 }
 
