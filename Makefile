@@ -24,3 +24,11 @@ build-spam: bootstrap
 
 build-sentiment: bootstrap
 	$(BIN)/textgate build sentiment -o $(ARTIFACTS)/sentiment
+
+# Benchmarks (benchmarks/suite.py): ratios within one run, written to benchmarks/results/latest.json.
+.PHONY: bench bench-quick
+bench: build-spam
+	$(BIN)/python benchmarks/suite.py --bundle $(ARTIFACTS)/spam
+
+bench-quick: build-spam
+	$(BIN)/python benchmarks/suite.py --quick --bundle $(ARTIFACTS)/spam

@@ -1,0 +1,652 @@
+"""`make bench` / `make bench-quick`: textgate against its ceiling, a naive server and a peer.
+
+    python benchmarks/suite.py [--quick] [--bundle artifacts/spam] [--out FILE]
+
+Every figure is a ratio of two measurements taken in the same run, interleaved (each round
+measures every system once, the order rotating) and repeated; medians and ranges are
+reported, because this machine is shared and noisy (±20 %). Servers run side by side for the
+whole run (idle while another is measured); the load generator runs in this process.
+
+    ceiling   bare ONNX Runtime, same model file and thread count, pre-tokenized texts,
+              length-sorted batches of 8 (textgate.bench.ceiling)
+    triton    textgate's repository on tritonserver (gRPC ensemble), one per shape strategy
+    gateway   `textgate serve --triton <the default-strategy server>` (HTTP), if installed
+    naive     FastAPI + transformers pipeline (PyTorch), one request at a time
+    peer      LitServe with batching, ONNX Runtime on the same variant (best of its configs)
+
+Servers are compared by their best throughput at P95 <= --p95-ms over a ladder of
+concurrencies (closed loop, mix workload). Prints one `name: value` line per ratio and
+writes everything to benchmarks/results/latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textgate.bench import ceiling, padding, report, workload
+from textgate.bench.measurement import Watch, step, warm_up
+from textgate.bench.server import Served, serve
+from textgate.bench.target import HttpJsonTarget, Target, TritonTarget, gateway_url
+from textgate.config import Config
+from textgate.errors import TextgateError
+from textgate.triton import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+GOALS = {
+    "triton_vs_ceiling": ">= 0.90",
+    "gateway_vs_ceiling": ">= 0.75",
+    "vs_naive": ">= 6",
+    "vs_peer": ">= 1.5",
+    "padding_ratio": "<= 1.25",
+    "rss_mb": "(report)",
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    rounds: int
+    n: int
+    step_s: float
+    strategies: tuple[str, ...]
+    peers: tuple[tuple[int, float], ...]  # LitServe (max_batch_size, batch_timeout_ms)
+    ladder: tuple[int, ...]  # concurrencies for batching servers
+    naive_ladder: tuple[int, ...]
+
+
+FULL = Profile(
+    3,
+    1000,
+    6.0,
+    ("bucket", "fixed", "fused"),
+    ((8, 5.0), (16, 10.0)),
+    (4, 8, 16, 32, 64),
+    (1, 2, 4),
+)
+QUICK = Profile(1, 400, 3.0, (), ((16, 10.0),), (8, 16, 32), (1, 4))
+
+
+# --- inputs ------------------------------------------------------------------------------
+
+
+def find_bundle(given: Path | None) -> Path:
+    from textgate.build import builds_dir
+
+    candidates = [given] if given else [ROOT / "artifacts" / "spam"]
+    candidates += sorted(builds_dir().glob("spam-*/bundle"), key=lambda p: p.stat().st_mtime)[::-1]
+    for c in candidates:
+        if c and (c / "manifest.json").is_file():
+            return c
+    sys.exit("no spam bundle: run `textgate build spam -o artifacts/spam` first (or --bundle)")
+
+
+def find_checkpoint(bundle: Path) -> Path | None:
+    """The fine-tuned checkpoint the bundle was exported from (build cache), for the naive
+    baseline; else the manifest's ``source`` when it names a directory."""
+    from textgate.build import builds_dir
+
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for built in builds_dir().glob("*/bundle/manifest.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(built.read_text()).get("files") == manifest.get("files"):
+                ckpt = built.parent.parent / "checkpoint"
+                if (ckpt / "config.json").is_file():
+                    return ckpt
+    source = manifest.get("source") or {}
+    name = source.get("checkpoint") if isinstance(source, dict) else None
+    # The manifest records the checkpoint directory's name; look beside the bundle.
+    for cand in [bundle.parent / name, Path(name)] if name else []:
+        if (cand / "config.json").is_file():
+            return cand
+    return None
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+class Proc:
+    """A server subprocess in its own process group, ready when ``health`` answers 200."""
+
+    def __init__(self, name: str, cmd: Sequence[str], health: str, log: Path) -> None:
+        self.name, self.health, self.log = name, health, log
+        with open(log, "wb") as fh:
+            self.proc = subprocess.Popen(
+                list(cmd), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT
+            )
+
+    def wait(self, timeout_s: float = 240.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(self.health, timeout=2) as r,
+            ):
+                if r.status == 200:
+                    return True
+            time.sleep(1.0)
+        return False
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=15)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-8:])
+
+
+@contextlib.contextmanager
+def started(procs: list[Proc]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def start_gateway(grpc_url: str, tmp: Path) -> tuple[Proc, str] | None:
+    try:
+        import textgate.gateway.app  # noqa: F401
+    except ImportError:
+        return None
+    port = free_port()
+    cfg = tmp / "gateway.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "gateway": {"log_format": "text", "max_in_flight": 64, "max_queue": 256},
+                "events": {"outbox_path": str(tmp / "events.sqlite3")},
+            }
+        )
+    )
+    cmd = [PY, "-m", "textgate.cli", "serve", "--triton", grpc_url, "--port", str(port)]
+    proc = Proc(
+        "gateway",
+        [*cmd, "--config", str(cfg)],
+        f"http://127.0.0.1:{port}/readyz",
+        tmp / "gateway.log",
+    )
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_naive(ckpt: Path, tmp: Path, threads: int) -> tuple[Proc, str]:
+    port = free_port()
+    cmd = [
+        PY,
+        str(ROOT / "benchmarks/naive_server.py"),
+        str(ckpt),
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+    ]
+    health = f"http://127.0.0.1:{port}/health"
+    return Proc("naive", cmd, health, tmp / "naive.log"), f"http://127.0.0.1:{port}/classify"
+
+
+def start_peer(
+    bundle: Path, variant: str, tmp: Path, threads: int, batch: int, timeout_ms: float
+) -> tuple[Proc, str]:
+    port = free_port()
+    cmd = [
+        PY,
+        str(ROOT / "benchmarks/peer_litserve.py"),
+        str(bundle),
+        "--variant",
+        variant,
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+        "--max-batch-size",
+        str(batch),
+        "--batch-timeout-ms",
+        str(timeout_ms),
+    ]
+    name = f"peer b{batch} t{timeout_ms:g}ms"
+    health = f"http://127.0.0.1:{port}/health"
+    return Proc(name, cmd, health, tmp / f"peer-{batch}.log"), f"http://127.0.0.1:{port}/predict"
+
+
+# --- measurements --------------------------------------------------------------------------
+
+
+async def ladder(
+    make: Callable[[], Target],
+    texts: Sequence[str],
+    concurrencies: Sequence[int],
+    step_s: float,
+    p95_ms: float,
+    watch: Watch,
+) -> dict[str, Any]:
+    """Closed-loop steps up the ladder until P95 exceeds the bound; best throughput under it."""
+    from textgate.bench.measurement import Plan
+
+    target = make()
+    await target.open()
+    points = []
+    try:
+        await warm_up(target, texts, 32)
+        for c in concurrencies:
+            plan = Plan(mode="closed", concurrency=c, duration_s=step_s)
+            s = await step(target, texts, plan, watch)
+            points.append(s)
+            if s["p95_ms"] > p95_ms or s["error_rate"] > 0.001:
+                break
+    finally:
+        await target.close()
+    ok = [p for p in points if p["p95_ms"] <= p95_ms and p["error_rate"] <= 0.001]
+    best = max(ok, key=lambda p: p["throughput"], default=None)
+    return {"best": best["throughput"] if best else 0.0, "best_point": best, "points": points}
+
+
+def measure_ceiling(sess: Any, enc: ceiling.Encoded) -> float:
+    return ceiling.throughput(sess, enc, batch_size=8, order="sorted")
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="one round, default strategy only")
+    p.add_argument("--bundle", type=Path)
+    p.add_argument("--checkpoint", type=Path, help="HF checkpoint for the naive baseline")
+    p.add_argument("--p95-ms", type=float, default=300.0)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/latest.json")
+    p.add_argument("--plot", type=Path, help="throughput/P95 plot (PNG)")
+    p.add_argument("--no-naive", action="store_true")
+    p.add_argument("--no-peer", action="store_true")
+    p.add_argument("--no-gateway", action="store_true")
+    args = p.parse_args(argv)
+    profile = QUICK if args.quick else FULL
+    t_start = time.monotonic()
+    result = run(args, profile)
+    result["elapsed_s"] = time.monotonic() - t_start
+    report.write_json(result, args.out)
+    for name in GOALS:
+        print(f"{name}: {result['lines'].get(name, 'n/a')}")
+    print(
+        f"# wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}"
+        f" in {result['elapsed_s']:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
+    bundle = find_bundle(args.bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    settings = dataclasses.replace(Config.load().repository, ort_intra_op_threads=args.threads)
+    default = settings.shape_strategy
+    strategies = list(dict.fromkeys([default, *profile.strategies]))
+    work = workload.make("mix", profile.n, seed=0)
+    texts = work.texts
+    log(
+        f"bundle {bundle.name} ({manifest.get('task')}), {len(texts)} mix texts, "
+        f"strategies {strategies}, threads {args.threads}"
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="textgate-suite-") as tmpdir,
+        contextlib.ExitStack() as stack,
+    ):
+        tmp = Path(tmpdir)
+        tritons: dict[str, Served] = {}
+        for strategy in strategies:
+            s = dataclasses.replace(settings, shape_strategy=strategy)
+            tritons[strategy] = stack.enter_context(serve(bundle, s))
+            log(f"triton {strategy} ready: {tritons[strategy].task.variant}")
+        variant = tritons[default].task.variant
+        procs: list[Proc] = []
+        stack.enter_context(started(procs))
+        http: dict[str, tuple[str, int]] = {}  # system -> (url, root pid)
+        if not args.no_gateway and (g := start_gateway(tritons[default].server.grpc_url, tmp)):
+            procs.append(g[0])
+            http["gateway"] = (gateway_url(g[1], manifest["task"]), g[0].proc.pid)
+        ckpt = None if args.no_naive else (args.checkpoint or find_checkpoint(bundle))
+        if ckpt is not None:
+            n_proc, n_url = start_naive(ckpt, tmp, args.threads)
+            procs.append(n_proc)
+            http["naive"] = (n_url, n_proc.proc.pid)
+        if not args.no_peer:
+            for batch, timeout_ms in profile.peers:
+                pp, p_url = start_peer(bundle, variant, tmp, args.threads, batch, timeout_ms)
+                procs.append(pp)
+                http[pp.name] = (p_url, pp.proc.pid)
+        for proc in procs:
+            if not proc.wait():
+                log(f"{proc.name} did not start; left out:\n{proc.tail()}")
+                http = {k: v for k, v in http.items() if v[1] != proc.proc.pid}
+        log(f"servers ready: {', '.join(['triton-' + s for s in tritons] + list(http))}")
+        return measure_all(args, profile, bundle, manifest, tritons, http, work, ckpt)
+
+
+def measure_all(
+    args: argparse.Namespace,
+    profile: Profile,
+    bundle: Path,
+    manifest: dict[str, Any],
+    tritons: dict[str, Served],
+    http: dict[str, tuple[str, int]],
+    work: workload.Workload,
+    ckpt: Path | None,
+) -> dict[str, Any]:
+    texts = work.texts
+    default = next(iter(tritons))
+    task = tritons[default].task
+    enc = ceiling.encode(bundle / task.tokenizer_file, texts, task.max_length)
+    sess = ceiling.session(bundle / task.model_file, args.threads)
+    fp32 = ceiling.session(bundle / manifest["variants"]["fp32"]["file"], args.threads)
+    rounds: list[dict[str, Any]] = []
+    systems: list[str] = ["ceiling", *[f"triton-{s}" for s in tritons], *http]
+    for r in range(profile.rounds):
+        order = systems[r % len(systems) :] + systems[: r % len(systems)]
+        got: dict[str, Any] = {}
+        for name in list(order):
+            try:
+                got[name] = measure_one(name, args, profile, tritons, http, texts, sess, enc)
+            except TextgateError as exc:  # one broken system must not lose the others
+                log(f"{name} failed, left out: {exc.message}")
+                systems.remove(name)
+                http.pop(name, None)
+                continue
+            best = got[name] if isinstance(got[name], float) else got[name]["best"]
+            log(f"round {r + 1}/{profile.rounds} {name}: {best:.1f} texts/s")
+        if r == 0 or not args.quick:
+            got["ceiling_fp32"] = measure_ceiling(fp32, enc)
+            got["ceiling_arrival"] = ceiling.throughput(sess, enc, batch_size=8, order="arrival")
+        rounds.append(got)
+    return summarize(
+        args, profile, manifest, tritons, http, work, rounds, enc, sess, fp32, bundle, ckpt
+    )
+
+
+def measure_one(
+    name: str,
+    args: argparse.Namespace,
+    profile: Profile,
+    tritons: dict[str, Served],
+    http: dict[str, tuple[str, int]],
+    texts: Sequence[str],
+    sess: Any,
+    enc: ceiling.Encoded,
+) -> Any:
+    if name == "ceiling":
+        return measure_ceiling(sess, enc)
+    default = next(iter(tritons))
+    if name.startswith("triton-"):
+        served = tritons[name.removeprefix("triton-")]
+        url = served.server.grpc_url
+        watch = Watch({"triton": served.server.pid or 0}, url, served.models)
+        return asyncio.run(
+            ladder(
+                lambda: TritonTarget(url, served.task.ensemble),
+                texts,
+                profile.ladder,
+                profile.step_s,
+                args.p95_ms,
+                watch,
+            )
+        )
+    url, pid = http[name]
+    pids = {name: pid}
+    if name == "gateway":
+        pids["triton"] = tritons[default].server.pid or 0
+    steps = profile.naive_ladder if name == "naive" else profile.ladder
+    return asyncio.run(
+        ladder(
+            lambda: HttpJsonTarget(url, limit=128, name=name),
+            texts,
+            steps,
+            profile.step_s,
+            args.p95_ms,
+            Watch(pids),
+        )
+    )
+
+
+def _ratio_series(rounds: list[dict[str, Any]], a: str, b: str) -> list[float]:
+    out = []
+    for r in rounds:
+        if a in r and b in r:
+            num = r[a] if isinstance(r[a], float) else r[a]["best"]
+            den = r[b] if isinstance(r[b], float) else r[b]["best"]
+            out.append(num / den if den else float("nan"))
+    return out
+
+
+def _best_peer(rounds: list[dict[str, Any]]) -> list[float]:
+    return [
+        max((v["best"] for k, v in r.items() if k.startswith("peer")), default=0.0) for r in rounds
+    ]
+
+
+def _fmt(s: dict[str, float], digits: int = 2) -> str:
+    return (
+        f"{s['median']:.{digits}f} (range {s['min']:.{digits}f}-{s['max']:.{digits}f}, n={s['n']})"
+    )
+
+
+def summarize(
+    args: argparse.Namespace,
+    profile: Profile,
+    manifest: dict[str, Any],
+    tritons: dict[str, Served],
+    http: dict[str, tuple[str, int]],
+    work: workload.Workload,
+    rounds: list[dict[str, Any]],
+    enc: ceiling.Encoded,
+    sess: Any,
+    fp32: Any,
+    bundle: Path,
+    ckpt: Path | None,
+) -> dict[str, Any]:
+    default = next(iter(tritons))
+    tri = f"triton-{default}"
+    lines: dict[str, str] = {}
+    ratios: dict[str, Any] = {}
+
+    def put(name: str, series: list[float], note: str) -> None:
+        s = report.spread(series)
+        ratios[name] = {**s, "series": series, "goal": GOALS[name], "note": note}
+        lines[name] = f"{_fmt(s)}  goal {GOALS[name]}  [{note}]" if s["n"] else "n/a"
+
+    put(
+        "triton_vs_ceiling",
+        _ratio_series(rounds, tri, "ceiling"),
+        f"{tri} at P95<={args.p95_ms:g}ms / bare ORT sorted batches",
+    )
+    if "gateway" in http:
+        put(
+            "gateway_vs_ceiling",
+            _ratio_series(rounds, "gateway", "ceiling"),
+            "gateway (HTTP) / bare ORT",
+        )
+    front = "gateway" if "gateway" in http else tri
+    if "naive" in http:
+        put(
+            "vs_naive",
+            _ratio_series(rounds, front, "naive"),
+            f"{front} / FastAPI+pipeline, both at P95<={args.p95_ms:g}ms",
+        )
+    if any(k.startswith("peer") for k in http):
+        peer = _best_peer(rounds)
+        mine = [r[front]["best"] for r in rounds]
+        put(
+            "vs_peer",
+            [m / p if p else float("nan") for m, p in zip(mine, peer, strict=True)],
+            f"{front} / best LitServe config, both at P95<={args.p95_ms:g}ms",
+        )
+    pad = padding_figures(tritons, rounds, enc)
+    ratios["padding_ratio"] = {**pad, "goal": GOALS["padding_ratio"]}
+    lines["padding_ratio"] = (
+        f"{pad[default]:.2f} ({default}; fixed {pad['fixed']:.2f}, bucket {pad['bucket']:.2f}"
+        + (f", fused {pad['fused']:.2f}" if "fused" in pad else "")
+        + f", ceiling sorted {pad['sorted']:.2f})  goal {GOALS['padding_ratio']}"
+    )
+    mem = memory(rounds, tri, http)
+    ratios["rss_mb"] = mem
+    lines["rss_mb"] = (
+        f"{mem['under_load']:.0f} under load, {mem['at_rest']:.0f} at rest "
+        f"({' + '.join(mem['parts'])})"
+    )
+    variants = variant_figures(rounds, enc, sess, fp32, tritons[default].task.variant)
+    return {
+        "lines": lines,
+        "ratios": ratios,
+        "variants": variants,
+        "strategies": strategy_table(tritons, rounds),
+        "systems": {k: v for k, v in rounds[-1].items()},
+        "rounds": rounds,
+        "profile": dataclasses.asdict(profile),
+        "workload": work.describe(),
+        "bundle": {
+            "name": bundle.name,
+            "task": manifest.get("task"),
+            "variant": tritons[default].task.variant,
+            "max_length": manifest.get("max_length"),
+            "checkpoint_found": bool(ckpt),
+        },
+        "machine": machine(),
+        "p95_bound_ms": args.p95_ms,
+        "threads": args.threads,
+    }
+
+
+def padding_figures(
+    tritons: dict[str, Served], rounds: list[dict[str, Any]], enc: ceiling.Encoded
+) -> dict[str, Any]:
+    task = next(iter(tritons.values())).task
+    lengths = [len(ids) for ids in enc.ids]
+    buckets = list(task.buckets)
+    out: dict[str, Any] = {
+        "fixed": padding.ratio(lengths, "fixed", buckets, task.max_length),
+        "bucket": padding.ratio(lengths, "bucket", buckets, task.max_length),
+        "sorted": padding.ratio(lengths, "sorted", buckets, task.max_length, {8: 1}),
+        "mean_tokens": statistics.fmean(lengths),
+    }
+    if "fused" in tritons:
+        best = rounds[-1]["triton-fused"]["best_point"] or rounds[-1]["triton-fused"]["points"][-1]
+        sizes = best.get("triton", {}).get(tritons["fused"].task.model, {}).get("batch_sizes")
+        out["fused"] = padding.ratio(
+            lengths,
+            "fused",
+            buckets,
+            task.max_length,
+            {int(k): v for k, v in (sizes or {}).items()},
+        )
+        out["fused_batch_sizes"] = sizes
+    default = next(iter(tritons))
+    out[default] = out.get(default, out["bucket"])
+    out["default"] = default
+    return out
+
+
+def memory(rounds: list[dict[str, Any]], tri: str, http: dict[str, Any]) -> dict[str, Any]:
+    at_rest, under, parts = 0.0, 0.0, ["triton+stubs"]
+    first = rounds[0][tri]["points"][0]["processes"]["triton"]
+    peak = max(p["processes"]["triton"]["rss_peak_mb"] for r in rounds for p in r[tri]["points"])
+    at_rest, under = first["rss_peak_mb"], peak
+    detail = {"triton_peak_mb": peak}
+    if "gateway" in http:
+        gw = [
+            p["processes"]["gateway"]["rss_peak_mb"] for r in rounds for p in r["gateway"]["points"]
+        ]
+        at_rest += gw[0]
+        under += max(gw)
+        detail["gateway_peak_mb"] = max(gw)
+        parts.append("gateway")
+    return {"at_rest": at_rest, "under_load": under, "parts": parts, **detail}
+
+
+def variant_figures(
+    rounds: list[dict[str, Any]], enc: ceiling.Encoded, sess: Any, fp32: Any, variant: str
+) -> dict[str, Any]:
+    import numpy as np
+
+    a, b = ceiling.predictions(sess, enc), ceiling.predictions(fp32, enc)
+    fast = report.spread([r["ceiling"] for r in rounds])
+    slow = report.spread([r["ceiling_fp32"] for r in rounds if "ceiling_fp32" in r])
+    arrival = report.spread([r["ceiling_arrival"] for r in rounds if "ceiling_arrival" in r])
+    return {
+        "served": variant,
+        f"{variant}_sorted_texts_per_s": fast,
+        "fp32_sorted_texts_per_s": slow,
+        f"{variant}_arrival_order_texts_per_s": arrival,
+        "speedup_vs_fp32": fast["median"] / slow["median"] if slow["n"] else None,
+        "argmax_agreement_vs_fp32": float(np.mean(a == b)),
+    }
+
+
+def strategy_table(tritons: dict[str, Served], rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for strategy, served in tritons.items():
+        key = f"triton-{strategy}"
+        bests = [r[key]["best"] for r in rounds]
+        last = rounds[-1][key]
+        point = last["best_point"] or last["points"][-1]
+        model = point.get("triton", {}).get(served.task.model, {})
+        out[strategy] = {
+            "texts_per_s": report.spread(bests),
+            "at_concurrency": point["concurrency"],
+            "p50_ms": point["p50_ms"],
+            "p95_ms": point["p95_ms"],
+            "p99_ms": point["p99_ms"],
+            "mean_batch": model.get("mean_batch"),
+            "batch_sizes": model.get("batch_sizes"),
+            "model_queue_ms": model.get("queue_ms_per_request"),
+            "ladder": [
+                {k: p[k] for k in ("concurrency", "throughput", "p95_ms", "p99_ms")}
+                for p in last["points"]
+            ],
+        }
+    return out
+
+
+def machine() -> dict[str, Any]:
+    import platform
+
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "loadavg_at_end": os.getloadavg(),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
