@@ -100,6 +100,7 @@ class EventSink:
     def __init__(self, events_config: Any = None) -> None:
         self.config = events_config
         self.outbox: Any = None
+        self.publisher: Any = None
         if events_config is not None and _Outbox is not None:
             self.outbox = _Outbox.from_config(events_config)
 
@@ -117,7 +118,22 @@ class EventSink:
     def depth(self) -> int:
         return int(self.outbox.depth()) if self.outbox is not None else 0
 
-    def close(self) -> None:
+    async def start(self, registry: Any) -> None:
+        """Start the Kafka publisher (when brokers are configured); expose outbox metrics."""
+        if self.outbox is None:
+            return
+        from textgate.gateway import publisher
+
+        kafka = getattr(self.config, "kafka", None)
+        if kafka is not None and kafka.bootstrap_servers:
+            self.publisher = publisher.Publisher(self.outbox, kafka)
+            self.publisher.start()
+        publisher.register_metrics(registry, self.outbox, self.publisher)
+
+    async def stop(self) -> None:
+        if self.publisher is not None:
+            await self.publisher.stop()
+            self.publisher = None
         if self.outbox is not None:
             self.outbox.close()
             self.outbox = None

@@ -172,6 +172,7 @@ class Gateway:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self.events.start(self.metrics.registry)
         await self.runtime.client.start()
         try:
             await self._discover()
@@ -183,7 +184,7 @@ class Gateway:
         if self._discovery is not None:
             self._discovery.cancel()
         await self.runtime.client.close()
-        self.events.close()
+        await self.events.stop()
 
     async def _discover(self) -> None:
         rt = self.runtime

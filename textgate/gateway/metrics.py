@@ -1,7 +1,7 @@
 """Prometheus metrics of the gateway, in a registry of their own (one per app).
 
-The events module registers its outbox metrics (depth, publish failures) in the default
-registry; ``/metrics`` serves both.
+The events module adds its outbox and publisher metrics (depth, publish failures) to this
+registry; ``/metrics`` also serves the default registry (process metrics).
 """
 
 from __future__ import annotations
