@@ -41,9 +41,10 @@ def build(
     *,
     version: int = 1,
     overwrite: bool = False,
+    suffix: str = "",
 ) -> BuildResult:
     """Verify the bundles and write (or add a version to) the repository at ``out``."""
-    spec = describe(bundles, settings or RepositoryConfig(), version=version)
+    spec = describe(bundles, settings or RepositoryConfig(), version=version, suffix=suffix)
     return write(spec, Path(out), overwrite=overwrite)
 
 

@@ -6,6 +6,7 @@ embedded server or for NVIDIA's Triton container, and ``builder.py`` writes file
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,30 +38,33 @@ class TaskSpec:
     # The fp32 variant served beside the fast one for the gateway's re-score (None: off).
     precise_variant: str | None = None
     precise_file: str | None = None
+    # Triton name of the ensemble, prefix of its steps' names; empty: the task's name.
+    # A release gives each version its own names (``spam_v3``) so versions load side by side.
+    name: str = ""
 
     @property
     def ensemble(self) -> str:
-        return self.task
+        return self.name or self.task
 
     @property
     def tokenize(self) -> str:
-        return f"{self.task}_tokenize"
+        return f"{self.ensemble}_tokenize"
 
     @property
     def model(self) -> str:
-        return f"{self.task}_model"
+        return f"{self.ensemble}_model"
 
     @property
     def postprocess(self) -> str:
-        return f"{self.task}_postprocess"
+        return f"{self.ensemble}_postprocess"
 
     @property
     def precise_model(self) -> str:
-        return f"{self.task}_model_fp32"
+        return f"{self.ensemble}_model_fp32"
 
     @property
     def precise_ensemble(self) -> str:
-        return f"{self.task}_fp32"
+        return f"{self.ensemble}_fp32"
 
     @property
     def num_labels(self) -> int:
@@ -171,9 +175,16 @@ def task_spec(
 
 
 def describe(
-    bundles: Sequence[Path | str], settings: RepositoryConfig, *, version: int = 1
+    bundles: Sequence[Path | str],
+    settings: RepositoryConfig,
+    *,
+    version: int = 1,
+    suffix: str = "",
 ) -> RepositorySpec:
-    """Verify every bundle (full rehash) and describe the repository they make."""
+    """Verify every bundle (full rehash) and describe the repository they make.
+
+    ``suffix`` is appended to every model name (``spam`` -> ``spam_v3``, ``spam_v3_model``).
+    """
     if not bundles:
         raise RepositoryError("no bundles given")
     if version < 1:
@@ -182,6 +193,10 @@ def describe(
     for path in bundles:
         bundle_dir = Path(path).resolve()
         spec = task_spec(bundle_dir, bundle.verify(bundle_dir), settings)
+        if suffix:
+            spec = dataclasses.replace(spec, name=f"{spec.task}{suffix}")
+            if not _NAME.match(spec.name):
+                raise RepositoryError(f"model name {spec.name!r} is not a valid Triton name")
         clash = next((t for t in tasks if t.task == spec.task), None)
         if clash is not None:
             raise RepositoryError(

@@ -87,3 +87,25 @@ def test_manifest_copy_matches_bundle(fake_bundle: Callable[..., Path], tmp_path
     result = build([b], tmp_path / "repo", _s())
     copied = json.loads((result.repository / "spam_model/1/manifest.json").read_text())
     assert copied == json.loads((b / "manifest.json").read_text())
+
+
+def test_suffix_names_every_model_of_a_version(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Release versions live side by side as spam_v2, spam_v2_tokenize, ... (docs/lifecycle.md)
+    result = build([fake_bundle()], tmp_path / "repo", _s(rescore_variant="fp32"), suffix="_v2")
+    names = {p.parent.name for p in result.repository.glob("*/config.pbtxt")}
+    assert names == {
+        "spam_v2",
+        "spam_v2_tokenize",
+        "spam_v2_model",
+        "spam_v2_postprocess",
+        "spam_v2_model_fp32",
+        "spam_v2_fp32",
+    }
+    ensemble = parse((result.repository / "spam_v2" / "config.pbtxt").read_text("utf-8"))
+    steps = [s.model_name for s in ensemble.ensemble_scheduling.step]
+    assert steps == ["spam_v2_tokenize", "spam_v2_model", "spam_v2_postprocess"]
+    precise = parse((result.repository / "spam_v2_fp32" / "config.pbtxt").read_text("utf-8"))
+    assert "spam_v2_model_fp32" in [s.model_name for s in precise.ensemble_scheduling.step]
+    assert result.spec.tasks[0].task == "spam"
