@@ -264,12 +264,16 @@ def _check_policy(config: Config, router: Router) -> None:
 async def _read_body(request: Request, limit: int) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise BodyTooLarge(f"body of {length} bytes is over the limit of {limit}", field="body")
+        raise BodyTooLarge(
+            f"body of {length} bytes is over the limit of {limit}", field="body", reason="too_large"
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BodyTooLarge(f"body is over the limit of {limit} bytes", field="body")
+            raise BodyTooLarge(
+                f"body is over the limit of {limit} bytes", field="body", reason="too_large"
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -563,3 +567,12 @@ def _account(gw: Gateway, request: Request, response: Response, rid: str, start:
             },
         },
     )
+
+
+def openapi_json() -> str:
+    """The schema as committed in docs/openapi.json (stable key order)."""
+    return json.dumps(create_app().openapi(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    print(openapi_json(), end="")

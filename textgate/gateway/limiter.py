@@ -30,19 +30,26 @@ class Limiter:
         if self._slots.locked() and self.waiting >= cfg.max_queue:
             raise self._overloaded(f"{cfg.max_in_flight} in flight and {self.waiting} waiting")
         start = time.perf_counter()
-        self.waiting += 1
-        try:
-            await asyncio.wait_for(self._slots.acquire(), cfg.queue_timeout_s)
-        except TimeoutError:
-            raise self._overloaded(f"no slot within {cfg.queue_timeout_s} s") from None
-        finally:
-            self.waiting -= 1
+        if not self._slots.locked():
+            # A free slot is taken without yielding, so the count above stays exact.
+            await self._slots.acquire()
+        else:
+            await self._queue()
         self.running += 1
         try:
             yield time.perf_counter() - start
         finally:
             self.running -= 1
             self._slots.release()
+
+    async def _queue(self) -> None:
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.config.queue_timeout_s)
+        except TimeoutError:
+            raise self._overloaded(f"no slot within {self.config.queue_timeout_s} s") from None
+        finally:
+            self.waiting -= 1
 
     def _overloaded(self, why: str) -> Overloaded:
         return Overloaded(f"gateway overloaded: {why}", retry_after_s=self.config.retry_after_s)

@@ -1,8 +1,8 @@
 """One table: exception class -> HTTP status, and the gateway's own exception classes.
 
 The most specific class in an exception's MRO wins, so a subclass added later (e.g. a new
-input error) is mapped by its parent until it gets its own row. Anything not in the tree is
-a bug in textgate and the only thing that may become a 500.
+input error) is mapped by its parent until it gets its own row. Anything outside the tree
+is a bug in textgate and the only thing that may become a 500.
 """
 
 from __future__ import annotations
@@ -12,11 +12,18 @@ from typing import Any
 from textgate import errors
 
 
-class GatewayError(errors.TextgateError):
+class GatewayError(errors.InputError):
     """An HTTP-level problem the client caused; ``field`` names the offending input."""
 
-    def __init__(self, message: str, *, field: str | None = None, hint: str | None = None):
-        super().__init__(message, hint=hint)
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        reason: str = "invalid",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, hint=hint)
         self.field = field
 
 
@@ -37,7 +44,7 @@ class BodyTooLarge(GatewayError):
 
 
 class UnsupportedContentType(GatewayError):
-    """The Content-Type is not JSON or message/rfc822 (415)."""
+    """The Content-Type is not JSON, message/rfc822 or text/plain (415)."""
 
 
 STATUS: dict[type[BaseException], int] = {
@@ -46,8 +53,12 @@ STATUS: dict[type[BaseException], int] = {
     ValidationFailed: 422,
     BodyTooLarge: 413,
     UnsupportedContentType: 415,
-    GatewayError: 400,
+    errors.PayloadTooLarge: 413,
+    errors.UnsupportedMedia: 415,
+    errors.InputError: 422,  # InvalidInput, EmptyText, MalformedMessage, MessageTooComplex
     errors.Overloaded: 429,
+    errors.OutboxFull: 503,  # events cannot be made durable: refuse rather than lose them
+    errors.OutboxError: 503,
     errors.TritonUnavailable: 503,
     errors.TritonTimeout: 504,
     errors.TritonError: 502,
@@ -56,19 +67,9 @@ STATUS: dict[type[BaseException], int] = {
     errors.TextgateError: 500,
 }
 
-# Rows added by name: classes the normalization and events modules define (in errors.py)
-# as they land. Looking them up by name keeps this table importable before they exist.
-_BY_NAME = {
-    "InputError": 422,
-    "PayloadTooLarge": 413,
-    "BodyTooLarge": 413,
-    "UnsupportedMediaType": 415,
-    "UnsupportedMedia": 415,
-    "ValidationError": 422,
-    "OutboxFull": 503,
-    "OutboxOverflow": 503,
-    "EventsUnavailable": 503,
-}
+# Rows by class name for errors other modules may add later (looked up by name so this
+# table imports without them).
+_BY_NAME = {"ReleaseError": 409}
 
 
 def status_of(exc: BaseException) -> int:

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from textgate.config import Config, PolicyConfig, TaskPolicyConfig
+from textgate.errors import ConfigError
+from textgate.gateway import rescore
+from textgate.gateway.policy import Policy, check_labels, decide
+from textgate.gateway.status import Unauthorized, ValidationFailed
+
+SPAM = TaskPolicyConfig(task="spam", positive_label="spam")
+SENT = TaskPolicyConfig(task="sentiment", kind="label")
+
+
+@pytest.mark.parametrize(
+    ("p_spam", "action"),
+    [(0.99, "quarantine"), (0.95, "quarantine"), (0.9, "review"), (0.85, "review"), (0.2, "allow")],
+)
+def test_spam_thresholds(p_spam: float, action: str) -> None:
+    assert decide(SPAM, ("ham", "spam"), (1 - p_spam, p_spam)).action == action
+
+
+def test_sentiment_label_or_uncertain() -> None:
+    labels = ("negative", "positive")
+    assert decide(SENT, labels, (0.1, 0.9)).action == "positive"
+    assert decide(SENT, labels, (0.55, 0.45)).action == "uncertain"
+
+
+def test_nan_goes_to_review() -> None:
+    assert decide(SPAM, ("ham", "spam"), (math.nan, math.nan)).action == "review"
+
+
+def test_rescore_band_around_thresholds() -> None:
+    assert rescore.needs_rescore(SPAM, 0.83) and rescore.needs_rescore(SPAM, 0.97)
+    assert not rescore.needs_rescore(SPAM, 0.5)
+    off = TaskPolicyConfig(task="spam", rescore_band=0.0)
+    assert not rescore.needs_rescore(off, 0.85)
+    assert rescore.disagreement([0.1, 0.9], [0.3, 0.7]) == pytest.approx(0.2)
+
+
+def test_tenants_validated_at_load() -> None:
+    with pytest.raises(ConfigError, match="policy.tenants"):
+        Config.from_dict({"policy": {"tenants": [{"name": "a"}, {"name": "a"}]}})
+    with pytest.raises(ConfigError, match=r"policy.tenants\[0\].tasks\[0\].review_at"):
+        Config.from_dict(
+            {"policy": {"tenants": [{"name": "a", "tasks": [{"task": "spam", "review_at": 3}]}]}}
+        )
+    assert check_labels(TaskPolicyConfig(task="x", positive_label="nope"), ("a", "b"))
+
+
+def test_tenant_selection() -> None:
+    strict = TaskPolicyConfig(task="spam", review_at=0.1, quarantine_at=0.2)
+    cfg = Config.from_dict(
+        {
+            "policy": {
+                "tenants": [
+                    {"name": "keyed", "api_key": "k" * 10, "tasks": [strict.__dict__]},
+                    {"name": "open"},
+                ]
+            }
+        }
+    )
+    policy = Policy(cfg.policy)
+    assert policy.tenant({}) is None
+    assert policy.tenant({"x-api-key": "k" * 10}) == "keyed"
+    assert policy.tenant({"x-tenant": "open"}) == "open"
+    assert policy.rule("spam", "keyed").review_at == 0.1
+    assert policy.rule("spam", "open").review_at == 0.85  # no override: the default
+    assert policy.rule("other").kind == "label"
+    with pytest.raises(Unauthorized):
+        policy.tenant({"x-tenant": "keyed"})
+    with pytest.raises(Unauthorized):
+        policy.tenant({"x-api-key": "wrong-key!"})
+    with pytest.raises(ValidationFailed):
+        policy.tenant({"x-tenant": "ghost"})
+    assert PolicyConfig().for_task("spam").positive_label == "spam"
