@@ -424,10 +424,14 @@ def _canonical(name: str | None) -> str | None:
     if not name:
         return None
     try:
-        canonical = codecs.lookup(name.strip().lower()).name
+        info = codecs.lookup(name.strip().lower())
     except (LookupError, ValueError):  # ValueError: a name with a NUL in it
         return None
-    return None if canonical in _NOT_CHARSETS else canonical
+    # base64, hex, zlib, rot13 ... are codecs too, but bytes.decode refuses them with a
+    # LookupError; as a declared charset they mean nothing, so they are not candidates.
+    if not getattr(info, "_is_text_encoding", True):
+        return None
+    return None if info.name in _NOT_CHARSETS else info.name
 
 
 def _candidates(declared: str | None, data: bytes) -> Iterator[str]:

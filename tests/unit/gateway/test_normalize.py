@@ -428,6 +428,16 @@ def test_decode_bytes_chain() -> None:
     assert decode_bytes(b"abc", "unicode-escape") == ("abc", "utf-8", False)  # not a charset
 
 
+@pytest.mark.parametrize("charset", ["base64", "hex", "rot13", "zlib", "uu", "quopri"])
+def test_bytes_to_bytes_codec_as_charset_is_ignored_not_a_crash(charset: str) -> None:
+    # codecs.lookup knows these, but bytes.decode refuses them with LookupError.
+    assert decode_bytes(b"hello", charset) == ("hello", "utf-8", False)
+    raw = f"Subject: hi\r\nContent-Type: text/plain; charset={charset}\r\n\r\ncaf\xe9\r\n"
+    result = normalize_email(raw.encode("latin-1"), DEFAULT)
+    assert result.text == "hi café"
+    assert result.notes.charset_fallback[0].declared == charset
+
+
 @pytest.mark.parametrize(
     ("kwargs", "key"),
     [
