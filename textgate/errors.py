@@ -27,8 +27,10 @@ gateway map them to messages and HTTP codes, each in one table.
     │       ├── EmptyText          nothing left to classify after normalization
     │       ├── MalformedMessage   a MIME structure that cannot be read unambiguously
     │       └── MessageTooComplex  more MIME parts or deeper nesting than allowed
-    └── OutboxError                the event outbox cannot be opened or written (names the file)
-        └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
+    ├── OutboxError                the event outbox cannot be opened or written (names the file)
+    │   └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
+    └── ReleaseError               a release operation is not possible now (gateway: 409)
+        └── GateFailed             promote refused: the compare gate failed or never ran
 """
 
 from __future__ import annotations
@@ -233,3 +235,11 @@ class MalformedMessage(InvalidInput):
 
 class MessageTooComplex(InvalidInput):
     """A raw message with more MIME parts or deeper nesting than the settings allow."""
+
+
+class ReleaseError(TextgateError):
+    """A release operation cannot run in the current state (no candidate, unknown version)."""
+
+
+class GateFailed(ReleaseError):
+    """A promote was refused: the candidate's compare gate failed or has not run."""

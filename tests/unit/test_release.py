@@ -1,0 +1,345 @@
+"""Release state: add/list/canary/promote/rollback/gc, the gate, the canary watch, and crash
+consistency (the process is killed after every step of every operation, then reopened)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from textgate import bundle, release
+from textgate.config import ReleaseConfig
+from textgate.errors import BundleError, GateFailed, ReleaseError
+
+HERE = Path(__file__).resolve().parent
+
+
+class _S:
+    def __init__(self, state: str) -> None:
+        self.state = state
+
+
+class FileControl:
+    """A stand-in for Triton's model control whose loaded set survives the process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _get(self) -> set[str]:
+        return set(json.loads(self.path.read_text())) if self.path.is_file() else set()
+
+    def _put(self, names: set[str]) -> None:
+        self.path.write_text(json.dumps(sorted(names)))
+
+    def load_model(self, name: str) -> None:
+        self._put(self._get() | {name})
+
+    def unload_model(self, name: str) -> None:
+        self._put(self._get() - {name})
+
+    def model_states(self) -> Mapping[str, Any]:
+        return {n: _S("READY") for n in self._get()}
+
+
+def make_bundle(root: Path, name: str, *, task: str = "spam", f1: float = 0.9) -> Path:
+    """A bundle with placeholder files: enough for the builder, never for inference."""
+    out = root / name
+    out.mkdir(parents=True)
+    (out / "model.onnx").write_bytes(name.encode())
+    (out / "tokenizer.json").write_text("{}", encoding="utf-8")
+    (out / "labels.json").write_text('["ham", "spam"]', encoding="utf-8")
+    bundle.write_manifest(
+        out,
+        {
+            "task": task,
+            "labels": ["ham", "spam"],
+            "max_length": 64,
+            "metrics": {"test": {"f1": f1, "accuracy": 0.9}},
+            "parity": {"passed": True},
+            "tokenizer": {"file": "tokenizer.json"},
+            "variants": {"fp32": {"file": "model.onnx", "status": "accepted"}},
+            "default_variant": {"cpu": "fp32", "gpu": "fp32"},
+        },
+    )
+    return out
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return tmp_path / "repo"
+
+
+@pytest.fixture
+def control(tmp_path: Path) -> FileControl:
+    return FileControl(tmp_path / "loaded.json")
+
+
+def _open(repo: Path, control: FileControl, **cfg: Any) -> release.Releases:
+    return release.Releases(repo, ReleaseConfig(**cfg), control=control)
+
+
+def _passing(rel: release.Releases, task: str = "spam") -> None:
+    """Run compare with an infer where both versions answer the same."""
+
+    def infer(model: str, texts: Any) -> np.ndarray:
+        return np.tile([[0.9, 0.1]], (len(texts), 1)).astype(np.float32)
+
+    for i in range(60):
+        rel.record_shadow(task, {"text": f"t{i}"})
+    assert rel.compare(task, infer)["passed"]
+
+
+def test_first_add_serves_second_is_candidate_loaded_beside(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    rel = _open(repo, control)
+    assert rel.add(make_bundle(tmp_path, "b1"), "spam")["version"] == 1
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    rows = {r["version"]: r for r in rel.list_versions()}
+    assert rows[1]["state"] == "serving" and rows[2]["state"] == "standby"
+    assert rows[1]["load"] == rows[2]["load"] == "READY"
+    assert rows[2]["metrics"]["f1"] == 0.9 and rows[2]["variant"] == "fp32"
+    assert {"spam_v1", "spam_v1_model", "spam_v2", "spam_v2_tokenize"} <= control._get()
+    assert release.pick(rel.state, "spam", "anyone") == 1  # nothing changed for traffic
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncate", "mismatch", "labels"])
+def test_bad_bundle_refused_naming_the_file(
+    tmp_path: Path, repo: Path, control: FileControl, damage: str
+) -> None:
+    rel = _open(repo, control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    bad = make_bundle(tmp_path, "bad", task="sentiment" if damage == "mismatch" else "spam")
+    if damage == "corrupt":
+        (bad / "model.onnx").write_bytes(b"tampered")
+    elif damage == "truncate":
+        (bad / "tokenizer.json").write_text("{", encoding="utf-8")
+    elif damage == "labels":
+        m = bundle.read_manifest(bad)
+        (bad / "labels.json").write_text('["spam", "ham"]', encoding="utf-8")
+        bundle.write_manifest(bad, {**m, "labels": ["spam", "ham"]})
+    before = rel.state
+    with pytest.raises(BundleError) as err:
+        rel.add(bad, "spam")
+    named = {"corrupt": "model.onnx", "truncate": "tokenizer.json"}.get(damage, "manifest.json")
+    assert named in str(err.value)
+    assert rel.state == before and release.pick(rel.state, "spam", "k") == 1
+    assert not (repo / "spam_v2").exists()
+
+
+def test_promote_needs_gate_or_forced_reason_then_rollback(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    rel = _open(repo, control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    with pytest.raises(GateFailed):
+        rel.promote("spam")
+    with pytest.raises(GateFailed):
+        rel.promote("spam", force=True)  # no reason
+    rel.promote("spam", force=True, reason="hotfix for a known false positive")
+    t = rel.task("spam")
+    assert t["serving"] == 2 and t["history"][-1]["forced"] is True
+    assert "hotfix" in t["history"][-1]["reason"]
+    rel.rollback("spam", reason="regression")
+    assert rel.task("spam")["serving"] == 1
+    with pytest.raises(ReleaseError):
+        rel.rollback("spam")  # v1 was never preceded
+
+
+def test_compare_gate_agreement_and_f1(tmp_path: Path, repo: Path, control: FileControl) -> None:
+    rel = _open(repo, control, min_compare_texts=10)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2", f1=0.5), "spam")
+    data = tmp_path / "test.jsonl"
+    rows = [{"text": f"x{i}", "label": "spam" if i % 2 else "ham"} for i in range(40)]
+    data.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+
+    def infer(model: str, texts: Any) -> np.ndarray:
+        flip = model == "spam_v2"
+        out = [
+            [0.1, 0.9] if (int(t[1:]) % 2) ^ (flip and int(t[1:]) < 4) else [0.9, 0.1]
+            for t in texts
+        ]
+        return np.asarray(out, np.float32)
+
+    report = rel.compare("spam", infer, data=data)
+    assert not report["passed"] and report["agreement"] == pytest.approx(0.9)
+    assert report["f1_serving"] == 1.0 and report["f1_candidate"] < 1.0
+    assert (repo / report["report"]).is_file()
+    with pytest.raises(GateFailed, match="agreement"):
+        rel.promote("spam")
+
+
+def test_canary_is_sticky_and_near_the_share(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    rel = _open(repo, control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    with pytest.raises(ReleaseError):
+        rel.canary("spam", 10)  # no candidate yet
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    rel.canary("spam", 10, key="tenant")
+    state = rel.state
+    picks = [release.pick(state, "spam", f"tenant-{i}") for i in range(5000)]
+    assert 0.08 < picks.count(2) / 5000 < 0.12
+    assert all(release.pick(state, "spam", f"tenant-{i}") == picks[i] for i in range(200))
+    assert {r["version"]: r["state"] for r in rel.list_versions()}[2] == "canary 10 %"
+    rel.shadow("spam")
+    assert release.shadow_target(rel.state, "spam") == 2
+    assert release.pick(rel.state, "spam", "tenant-1") == 1
+
+
+def test_keep_three_loadable_retire_older_and_gc(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    rel = _open(repo, control)
+    for i in range(1, 6):
+        rel.add(make_bundle(tmp_path, f"b{i}"), "spam")
+        if i > 1:
+            _passing(rel)
+            rel.promote("spam")
+    states = {r["version"]: r["state"] for r in rel.list_versions()}
+    assert states == {1: "retired", 2: "retired", 3: "standby", 4: "standby", 5: "serving"}
+    assert not any(n.startswith(("spam_v1", "spam_v2")) for n in control._get())
+    assert (repo / "spam_v1").is_dir()  # files kept until gc
+    assert rel.gc() == ["spam_v1", "spam_v2"]
+    assert (
+        not (repo / "spam_v1").exists()
+        and not (repo / release.STATE_DIR / "bundles/spam/1").exists()
+    )
+    rel.rollback("spam")
+    assert rel.task("spam")["serving"] == 4
+
+
+def test_state_view_picks_up_a_commit(tmp_path: Path, repo: Path, control: FileControl) -> None:
+    rel = _open(repo, control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    view = release.StateView(repo, min_interval_s=0)
+    assert view.pick("spam", "k") == 1
+    rel.promote("spam", force=True, reason="test")
+    assert view.pick("spam", "k") == 2
+
+
+def test_canary_watch_rolls_back_on_each_bound() -> None:
+    cfg = ReleaseConfig(watch_min_requests=20)
+    rng = np.random.default_rng(0)
+
+    def fill(
+        w: release.CanaryWatch, v: int, *, err: float = 0, lat: float = 0.01, spam: float = 0.2
+    ) -> None:
+        for _ in range(300):
+            s = float(rng.random() < spam) * 0.8 + rng.random() * 0.2
+            w.record(v, ok=rng.random() >= err, latency_s=lat, score=s)
+
+    cases: list[tuple[dict[str, float], str | None]] = [
+        ({}, None),
+        ({"err": 0.1}, "error rate"),
+        ({"lat": 0.05}, "P99"),
+        ({"spam": 0.6}, "positive rate"),
+    ]
+    for canary, expect in cases:
+        w = release.CanaryWatch(cfg)
+        fill(w, 1)
+        fill(w, 2, **canary)
+        verdict = w.verdict(1, 2)
+        assert (verdict is None) if expect is None else (expect in (verdict or "")), verdict
+    assert release.psi([0.1] * 100, [0.9] * 100) > 1 > release.psi([0.1, 0.9] * 50, [0.9, 0.1] * 50)
+
+
+# --- crash consistency -----------------------------------------------------------------------
+
+_SCRIPT = """
+import sys
+sys.path.insert(0, {here!r})
+from pathlib import Path
+from test_release import FileControl, make_bundle
+from textgate import release
+from textgate.config import ReleaseConfig
+rel = release.Releases({repo!r}, ReleaseConfig(), control=FileControl(Path({loaded!r})))
+op = {op!r}
+if op == "add":
+    rel.add(make_bundle(Path({tmp!r}), "crash-bundle"), "spam")
+elif op == "promote":
+    rel.promote("spam", force=True, reason="crash test")
+else:
+    rel.rollback("spam")
+"""
+
+
+def _prepare(tmp_path: Path, op: str) -> tuple[Path, FileControl]:
+    repo, control = tmp_path / "repo", FileControl(tmp_path / "loaded.json")
+    rel = release.Releases(repo, control=control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    rel.promote("spam", force=True, reason="setup")
+    rel.add(make_bundle(tmp_path, "b3"), "spam")  # v2 serves, v1 previous, v3 candidate
+    return repo, control
+
+
+@pytest.mark.parametrize(
+    ("op", "step"),
+    [("add", k) for k in (1, 2, 3, 4)]
+    + [("promote", k) for k in (1, 2, 3, 4)]
+    + [("rollback", k) for k in (1, 2, 3, 4)],
+)
+def test_killed_after_each_step_reopens_consistent(tmp_path: Path, op: str, step: int) -> None:
+    repo, control = _prepare(tmp_path, op)
+    before = release.read_state(repo / release.STATE_DIR / "state.json")
+    script = _SCRIPT.format(
+        here=str(HERE), repo=str(repo), loaded=str(control.path), tmp=str(tmp_path), op=op
+    )
+    env = {**os.environ, release.CRASH_ENV: f"{op}:{step}"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 77, proc.stderr
+    # Reopen as a restarted gateway would: recover the journal, then reconcile with Triton.
+    rel = release.Releases(repo, control=control)
+    rel.reconcile()
+    state = rel.state
+    assert release.check_invariants(state) == []
+    assert not rel.journal_path.exists()
+    serving = state["tasks"]["spam"]["serving"]
+    committed = state["seq"] > before["seq"]
+    if op == "add":
+        assert committed == (step >= 4)
+        assert (repo / "spam_v4").is_dir() == committed
+        assert (repo / release.STATE_DIR / "bundles/spam/4").is_dir() == committed
+    else:
+        assert serving == ({"promote": 3, "rollback": 1}[op] if step >= 3 else 2)
+    loaded = {m for m in control._get() if m.startswith("spam_v") and "_" not in m[6:]}
+    assert loaded == {
+        f"spam_v{v}" for v, i in state["tasks"]["spam"]["versions"].items() if not i.get("retired")
+    }
+    # and the store still works after the crash
+    rel.add(make_bundle(tmp_path, "after"), "spam")
+
+
+def test_unfinished_journal_blocks_nothing_after_recovery(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    rel = _open(repo, control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    release.write_json_atomic(rel.journal_path, {"op": "promote", "task": "spam", "seq": 99})
+    rel2 = _open(repo, control)
+    assert not rel2.journal_path.exists() and rel2.task("spam")["serving"] == 1
+
+
+def test_check_invariants_flags_a_broken_state() -> None:
+    bad = {"tasks": {"spam": {"serving": 3, "candidate": 3, "mode": "x", "versions": {"3": {}}}}}
+    problems = release.check_invariants(bad)
+    assert len(problems) == 2 and "candidate" in problems[0] + problems[1]
+
+
+def test_names_round_trip() -> None:
+    assert release.parse_ensemble(release.ensemble("spam_x", 12)) == ("spam_x", 12)
+    assert release.parse_ensemble("spam") is None
+    assert callable(release.Releases.list_versions)
+    _: Callable[..., Any] = release.bucket
