@@ -40,10 +40,14 @@ def judge(ref: np.ndarray, got: np.ndarray, *, atol: float = ATOL) -> dict[str, 
     differ = ref.argmax(axis=1) != got.argmax(axis=1)
     ties = differ & (margin <= atol)
     flips = differ & ~ties
+    # NaN is never "> atol" and argmax of a NaN row is 0, so overflow needs its own test.
+    broken = ~np.isfinite(got).all(axis=1)
     mismatches = [
-        f"text #{i}: |Δp| = {diff[i]:.3g}"
+        f"text #{i}: output is not finite ({got[i].tolist()})"
+        if broken[i]
+        else f"text #{i}: |Δp| = {diff[i]:.3g}"
         + (f", argmax {int(ref[i].argmax())} -> {int(got[i].argmax())}" if flips[i] else "")
-        for i in np.flatnonzero((diff > atol) | flips)
+        for i in np.flatnonzero(broken | (diff > atol) | flips)
     ]
     n = len(ref)
     return {

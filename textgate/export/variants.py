@@ -53,9 +53,13 @@ class Gate:
     max_f1_drop: float = 0.005
     min_agreement: float = 0.995
 
-    def judge(self, agreement: float, f1_delta: float | None) -> tuple[str, str | None]:
+    def judge(
+        self, agreement: float, f1_delta: float | None, non_finite: int = 0, n: int = 0
+    ) -> tuple[str, str | None]:
         """``(status, reason)``: every failed criterion is named, not only the first."""
         reasons = []
+        if non_finite:
+            reasons.append(f"{non_finite} of {n} outputs are not finite (overflow in the graph)")
         if agreement < self.min_agreement:
             reasons.append(f"argmax agreement with fp32 {agreement:.4f} < {self.min_agreement}")
         if f1_delta is not None and -f1_delta > self.max_f1_drop:
@@ -185,7 +189,9 @@ def evaluate(
         row["accuracy_delta"] = mine["accuracy"] - base["accuracy"]
     else:
         row["f1_delta"] = row["accuracy_delta"] = None
-    row["status"], reason = gate.judge(agreement, row["f1_delta"])
+    # A NaN row's argmax is 0, so it can "agree" with fp32; count such rows separately.
+    non_finite = int((~np.isfinite(probs).all(axis=1)).sum())
+    row["status"], reason = gate.judge(agreement, row["f1_delta"], non_finite, data.n)
     if reason:
         row["reason"] = reason
     row["latency_ms"] = _latency(sess, data)

@@ -115,3 +115,29 @@ def test_evaluate_reports_a_variant_ort_cannot_run_as_unverified(
     row, _ = evaluate(Path("model.fp16.onnx"), data, np.zeros((0, 2)), GATE)
     assert row["status"] == "unverified"
     assert "needs a GPU" in row["reason"] and "NOT_IMPLEMENTED" in row["reason"]
+
+
+def test_evaluate_rejects_a_variant_with_non_finite_outputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textgate.export import inference
+
+    n = 40
+    rng = np.random.default_rng(2)
+    ref_logits = rng.normal(size=(n, 2)).astype(np.float32)
+    labels = tuple(int(x) for x in ref_logits.argmax(axis=1))
+    overflowed = ref_logits.copy()
+    row = labels.index(0)  # argmax of a NaN row is 0: it "agrees" with a class-0 reference
+    overflowed[row] = np.nan
+    monkeypatch.setattr(inference, "session", lambda _path: _FakeSession(overflowed))
+    ids = np.arange(n * 4, dtype=np.int64).reshape(n, 4) % 50 + 5
+    data = EvalSet(
+        batches=[(ids, np.ones_like(ids))],
+        labels=labels,
+        label_names=("ham", "spam"),
+        max_length=16,
+        source="test split",
+    )
+    row_report, _ = evaluate(Path("model.fp16.onnx"), data, inference.softmax(ref_logits), GATE)
+    assert row_report["status"] == "rejected"
+    assert "1 of 40 outputs are not finite" in row_report["reason"]

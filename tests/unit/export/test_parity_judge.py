@@ -67,3 +67,17 @@ def test_multiclass_and_shape_mismatch() -> None:
     assert not report["passed"] and report["argmax_agreement"] < 1.0
     with pytest.raises(ValueError, match="shape"):
         judge(ref, ref[:5])
+
+
+def test_non_finite_output_fails_even_when_its_argmax_agrees() -> None:
+    # NaN compares false with every tolerance, and numpy's argmax of a NaN row is 0; an
+    # overflowing graph must still fail the gate, not slip through as "within tolerance".
+    ref = _probs(500)
+    got = ref.copy()
+    row = int(np.flatnonzero(ref.argmax(axis=1) == 0)[0])
+    got[row] = np.nan
+    got[row + 1] = [np.inf, 0.0]
+    report = judge(ref, got)
+    assert not report["passed"]
+    assert [m.split(":")[0] for m in report["mismatches"]] == [f"text #{row}", f"text #{row + 1}"]
+    assert all("not finite" in m for m in report["mismatches"])
