@@ -394,6 +394,82 @@ def _httpx_kwargs(kwargs: dict[str, object]) -> dict[str, object]:
     return out
 
 
+# --- the CLI: serve (SIGHUP, SIGTERM) and replay ---------------------------------------------
+
+
+def test_cli_serve_reloads_on_sighup_and_stops_on_sigterm(
+    triton: TritonServer, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "textgate.yaml"
+    path.write_text(yaml.safe_dump(_config(tmp_path)), encoding="utf-8")
+    cmd = [sys.executable, "-m", "textgate.cli", "serve", "--config", str(path)]
+    cmd += ["--triton", triton.grpc_url, "--port", "0"]
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "textgate gateway on http://" in line, line + (
+            proc.stderr.read() if proc.stderr else ""
+        )
+        url = line.split(" on ", 1)[1].strip()
+        r = httpx.post(f"{url}/v1/classify/spam", json={"text": "hi"}, timeout=30)
+        assert r.status_code == 200, r.text
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        logs = proc.stderr.read() if proc.stderr else ""
+        lines = [json.loads(x) for x in logs.splitlines() if x.startswith("{")]
+        assert any(x["msg"] == "config reloaded" for x in lines), logs[-2000:]
+        assert any(x["msg"] == "classify" and x.get("request_id") for x in lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cli_replay_reruns_a_record(triton: TritonServer, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from textgate.gateway.replay import FORMAT
+
+    record = {
+        "format": FORMAT,
+        "request_id": "r-replay",
+        "reason": "fast and fp32 variants differ by 0.5000",
+        "task": "spam",
+        "model": "spam",
+        "precise_model": "spam_fp32",
+        "model_version": "1",
+        "tokenizer_sha256": "0" * 64,
+        "pieces": ["free prize now"],
+        "outputs": {"fast": [0.9, 0.1], "precise": [0.4, 0.6]},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    cmd = [sys.executable, "-m", "textgate.cli", "replay", str(path), "--json"]
+    proc = subprocess.run(
+        [*cmd, "--triton", triton.grpc_url], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert set(report["outputs"]) == {"fast", "precise"}
+    assert report["outputs"]["fast"]["recorded"] == [0.9, 0.1]
+    assert len(report["outputs"]["fast"]["now"]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    proc = subprocess.run([*cmd[:4], str(bad)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "replay" in proc.stderr
+
+
 # --- Triton killed, then back (last: it replaces the module's server) ----------------------
 
 

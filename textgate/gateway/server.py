@@ -129,8 +129,19 @@ def _serve(
         await task
 
     import asyncio
+    import signal
+    import threading
 
-    asyncio.run(main())
+    # uvicorn re-raises the SIGINT/SIGTERM it handled once it has shut down; with Python's
+    # default handlers that would kill the process before the embedded Triton is stopped.
+    quiet = threading.current_thread() is threading.main_thread()
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in sigs} if quiet else {}
+    try:
+        asyncio.run(main())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0 if server.started else 1
 
 
