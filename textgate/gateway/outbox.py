@@ -221,6 +221,17 @@ class Outbox:
                     break
         finally:
             conn.close()
+            self._fail_leftovers()
+
+    def _fail_leftovers(self) -> None:
+        """Ops queued behind the close marker would otherwise be awaited forever."""
+        while True:
+            try:
+                op = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if op is not None and op.future.set_running_or_notify_cancel():
+                op.future.set_exception(OutboxError("is closed", path=self.path))
 
     def _fill(self, group: list[_Op]) -> bool:
         """Take every waiting op (up to max_group) into this transaction; True on close."""
@@ -235,6 +246,11 @@ class Outbox:
         return False
 
     def _commit(self, conn: sqlite3.Connection, group: list[_Op]) -> None:
+        # A caller that gave up (cancelled await) cancelled its future: skip its op, and
+        # mark the rest running so a late cancel cannot make set_result raise here.
+        group = [op for op in group if op.future.set_running_or_notify_cancel()]
+        if not group:
+            return
         results: list[tuple[_Op, Any, BaseException | None]] = []
         claimed = set(self._claimed)  # restored when the transaction rolls back
         try:
@@ -245,7 +261,7 @@ class Outbox:
                 except OutboxFull as exc:  # refuses this op only; the others commit
                     results.append((op, None, exc))
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except Exception as exc:  # sqlite3.Error, or OverflowError binding a value
             if conn.in_transaction:
                 conn.rollback()
             self._claimed = claimed
@@ -263,8 +279,8 @@ class Outbox:
     def _run_open(self, opened: concurrent.futures.Future[None]) -> sqlite3.Connection | None:
         try:
             conn = self._open()
-        except OutboxError as exc:
-            opened.set_exception(exc)
+        except Exception as exc:  # e.g. ValueError for a NUL in the path
+            opened.set_exception(self._error(exc))
             return None
         opened.set_result(None)
         return conn
@@ -419,7 +435,8 @@ def read_rows(path: Path | str, *, after_id: int = 0, last: int | None = None) -
             "does not exist", path=path, hint="pass --outbox or set events.outbox_path"
         )
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        # as_uri() percent-encodes '#', '?' and '%', which a raw "file:" URI would misread.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
         try:
             order = "DESC" if last is not None else "ASC"
             rows = conn.execute(

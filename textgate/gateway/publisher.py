@@ -144,6 +144,11 @@ class Publisher:
             except OutboxError as exc:  # the disk, not the broker: log, back off, go on
                 log.error("event outbox: %s", exc)
                 failed = -1
+            except Exception as exc:  # e.g. KafkaException from the factory
+                # A dead background task would leave the outbox filling up in silence.
+                log.exception("event publisher round failed")
+                self._record_failure(0, [f"{type(exc).__name__}: {exc}"])
+                failed = -1
             if failed:
                 attempt += 1
                 await self._pause(backoff_s(attempt, *self._backoff_range(), self._rand))
@@ -157,7 +162,11 @@ class Publisher:
             await self._pause(self._idle_s)
             return 0
         self.stats.rounds += 1
-        delivered, errors = await self._send(rows)
+        try:
+            delivered, errors = await self._send(rows)
+        except Exception:
+            await self.outbox.release(r.id for r in rows)  # claimed rows stay sendable
+            raise
         await self.outbox.ack(delivered)
         sent = set(delivered)
         failed = [r.id for r in rows if r.id not in sent]

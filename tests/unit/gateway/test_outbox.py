@@ -100,6 +100,69 @@ def test_events_survive_reopen(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_write_that_fails_oddly_is_an_error_and_the_writer_lives_on(tmp_path: Path) -> None:
+    # sqlite3 raises OverflowError (not sqlite3.Error) binding an int over 64 bits; the
+    # writer thread must survive it, or every later put would wait forever.
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db") as ob:
+            with pytest.raises(OutboxError):
+                await asyncio.wait_for(ob.put(event(1, time=2**70)), 5)
+            assert await asyncio.wait_for(ob.put(event(2)), 5)
+            assert ob.depth() == 1
+            assert [r.request_id for r in await ob.claim(10)] == ["r2"]
+
+    run(scenario())
+
+
+def test_a_put_whose_caller_gave_up_does_not_stop_the_writer(tmp_path: Path) -> None:
+    # A cancelled await cancels the writer's future; setting a result on it afterwards
+    # raised InvalidStateError in the writer thread, and every later put hung.
+    path = tmp_path / "o.db"
+
+    async def scenario() -> None:
+        with Outbox(path) as ob:
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # holds the write lock: the writer waits
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(ob.put(event(1)), 0.2)
+            other.execute("COMMIT")
+            other.close()
+            assert await asyncio.wait_for(ob.put(event(2)), 5)
+            # r1 was already in the writer's hands when its caller gave up: stored or not,
+            # the writer goes on and r2 is stored.
+            assert [r.request_id for r in await ob.claim(10)][-1] == "r2"
+
+    run(scenario())
+
+
+def test_a_path_sqlite_cannot_take_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    outcome: list[BaseException | None] = []
+
+    def open_it() -> None:
+        try:
+            Outbox(tmp_path / "bad\0name.db").close()
+            outcome.append(None)
+        except BaseException as exc:  # the test inspects whatever came out
+            outcome.append(exc)
+
+    worker = threading.Thread(target=open_it, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert outcome, "Outbox() hung on a path with a NUL byte"
+    assert isinstance(outcome[0], OutboxError)
+
+
+def test_tail_reads_an_outbox_whose_path_has_uri_characters(tmp_path: Path) -> None:
+    path = tmp_path / "ev#1?x%41.db"
+
+    async def write() -> None:
+        with Outbox(path) as ob:
+            await ob.put(event(7))
+
+    run(write())
+    assert [r.request_id for r in read_rows(path)] == ["r7"]
+
+
 def test_concurrent_writers_from_tasks_and_threads(tmp_path: Path) -> None:
     ob = Outbox(tmp_path / "o.db", synchronous="normal")
 
@@ -276,6 +339,32 @@ def test_publisher_acks_delivered_and_keeps_failed(tmp_path: Path) -> None:
 
     run(scenario())
     assert producers[1].sent == ["r1"]
+
+
+def test_publisher_survives_an_unexpected_error_and_keeps_draining(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def factory(config: dict[str, Any]) -> FakeProducer:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("librdkafka: invalid configuration")  # e.g. KafkaException
+        return FakeProducer(fail=set())
+
+    async def scenario() -> None:
+        with Outbox(tmp_path / "o.db") as ob:
+            for i in range(3):
+                await ob.put(event(i))
+            kafka = KafkaConfig(bootstrap_servers=("x:1",), retry_backoff_min_s=0.01)
+            pub = Publisher(ob, kafka, producer_factory=factory, rand=lambda: 0.0)
+            pub.start()
+            deadline = time.monotonic() + 5
+            while ob.depth() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            await pub.stop()
+            assert ob.depth() == 0 and pub.stats.published == 3
+            assert "invalid configuration" in (pub.stats.last_error or "")
+
+    run(scenario())
 
 
 def test_backoff_is_bounded_exponential_with_jitter() -> None:
