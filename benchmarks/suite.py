@@ -290,22 +290,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/latest.json")
     p.add_argument("--plot", type=Path, help="throughput/P95 plot (PNG)")
+    p.add_argument("--from-json", type=Path, help="print and plot an earlier run's JSON")
     p.add_argument("--no-naive", action="store_true")
     p.add_argument("--no-peer", action="store_true")
     p.add_argument("--no-gateway", action="store_true")
     args = p.parse_args(argv)
     profile = QUICK if args.quick else FULL
     t_start = time.monotonic()
-    result = run(args, profile)
-    result["elapsed_s"] = time.monotonic() - t_start
-    report.write_json(result, args.out)
+    if args.from_json:  # re-render lines and plot of an earlier run
+        result = json.loads(args.from_json.read_text())
+    else:
+        result = run(args, profile)
+        result["elapsed_s"] = time.monotonic() - t_start
+        report.write_json(result, args.out)
+    if args.plot:
+        plot_systems(result, args.plot)
     for name in GOALS:
         print(f"{name}: {result['lines'].get(name, 'n/a')}")
-    print(
-        f"# wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}"
-        f" in {result['elapsed_s']:.0f} s",
-        file=sys.stderr,
-    )
+    if not args.from_json:
+        print(
+            f"# wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}"
+            f" in {result['elapsed_s']:.0f} s",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -647,6 +654,37 @@ def strategy_table(tritons: dict[str, Served], rounds: list[dict[str, Any]]) -> 
             ],
         }
     return out
+
+
+def plot_systems(result: dict[str, Any], path: Path) -> Path:
+    """P95 against throughput for every system's ladder (last round), one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    for name, v in result["rounds"][-1].items():
+        if isinstance(v, dict) and v.get("points"):
+            pts = v["points"]
+            ax.plot([p["throughput"] for p in pts], [p["p95_ms"] for p in pts], "o-", label=name)
+            for p in pts:
+                ax.annotate(str(p["concurrency"]), (p["throughput"], p["p95_ms"]), fontsize=7)
+    ceiling_tps = result["rounds"][-1].get("ceiling")
+    if isinstance(ceiling_tps, float):
+        ax.axvline(ceiling_tps, color="k", ls="--", lw=1, label="ceiling (bare ORT)")
+    ax.axhline(result.get("p95_bound_ms", 300), color="r", ls=":", lw=1, label="P95 bound")
+    ax.set_xlabel("throughput (texts/s, closed loop; labels: concurrency)")
+    ax.set_ylabel("P95 latency (ms)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("mix workload: P95 vs throughput")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def machine() -> dict[str, Any]:
