@@ -55,13 +55,14 @@ def write_manifest(bundle_dir: Path, manifest: Mapping[str, Any]) -> dict[str, A
     describes files it has not seen.
     """
     bundle_dir = Path(bundle_dir)
+    tmp = bundle_dir / (MANIFEST + ".tmp")
+    tmp.unlink(missing_ok=True)  # a crashed earlier write's leftover is not a bundle file
     names = list_files(bundle_dir)
     data = dict(manifest)
     data.setdefault("format", FORMAT)
     data["files"] = {n: sha256_file(bundle_dir / n) for n in names}
     data["sizes"] = {n: (bundle_dir / n).stat().st_size for n in names}
     _check_keys(data)
-    tmp = bundle_dir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     tmp.replace(bundle_dir / MANIFEST)
     return data
@@ -85,7 +86,9 @@ def read_manifest(bundle_dir: Path) -> dict[str, Any]:
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    # ValueError covers bad UTF-8, bad JSON and ints over 4300 digits; RecursionError: the
+    # decoder recurses per nesting level, so "[[[[..." exhausts the stack.
+    except (ValueError, RecursionError) as exc:
         raise BundleError(
             f"{path}: not valid JSON ({exc})",
             file=MANIFEST,
@@ -111,27 +114,58 @@ def _check_keys(data: Mapping[str, Any], path: Path | str = MANIFEST) -> None:
             file=MANIFEST,
             hint="re-export the bundle with this textgate version",
         )
-    if not isinstance(data["files"], dict) or not isinstance(data["variants"], dict):
-        raise BundleError(f"{path}: 'files' and 'variants' must be objects", file=MANIFEST)
-    if not isinstance(data.get("metrics"), dict) or "test" not in data["metrics"]:
-        raise BundleError(f"{path}: missing 'metrics.test'", file=MANIFEST)
+    _check_types(data, path)
     for name, variant in data["variants"].items():
         if not isinstance(variant, dict) or variant.get("status") not in STATUSES:
             raise BundleError(
                 f"{path}: variant {name!r} needs a status in {STATUSES}", file=MANIFEST
             )
-        if variant.get("file") not in data["files"]:
+        if not isinstance(variant.get("file"), str):
+            raise BundleError(f"{path}: variants.{name}.file must be a file name", file=MANIFEST)
+        if variant["file"] not in data["files"]:
             raise BundleError(
                 f"{path}: variant {name!r} names file {variant.get('file')!r}, "
                 "which is not listed in 'files'",
                 file=str(variant.get("file")),
             )
     for device, name in (data.get("default_variant") or {}).items():
-        if data["variants"].get(name, {}).get("status") != "accepted":
+        if not isinstance(name, str) or data["variants"].get(name, {}).get("status") != "accepted":
             raise BundleError(
                 f"{path}: default_variant.{device} is {name!r}, which is not an accepted variant",
                 file=MANIFEST,
             )
+
+
+# Shapes of the keys later stages read: a wrong type is refused here, not a crash there.
+_TYPES: dict[str, tuple[type, str]] = {
+    "files": (dict, "an object {path: sha256}"),
+    "sizes": (dict, "an object {path: bytes}"),
+    "variants": (dict, "an object"),
+    "metrics": (dict, "an object"),
+    "default_variant": (dict, "an object {device: variant}"),
+    "labels": (list, "a list of label names"),
+    "max_length": (int, "an integer"),
+}
+
+
+def _check_types(data: Mapping[str, Any], path: Path | str) -> None:
+    for key, (kind, what) in _TYPES.items():
+        value = data.get(key, kind())
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BundleError(f"{path}: '{key}' must be {what}", file=MANIFEST)
+    checks = (
+        ("files", all(isinstance(v, str) for v in data["files"].values())),
+        ("sizes", all(_is_int(v) for v in data.get("sizes", {}).values())),
+        ("labels", all(isinstance(v, str) for v in data["labels"])),
+        ("metrics.test", isinstance(data["metrics"].get("test"), dict)),
+    )
+    for key, ok in checks:
+        if not ok:
+            raise BundleError(f"{path}: '{key}' is missing or has the wrong type", file=MANIFEST)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def problems(bundle_dir: Path, manifest: Mapping[str, Any]) -> list[tuple[str, str]]:

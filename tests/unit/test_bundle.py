@@ -152,3 +152,50 @@ def test_default_variant_must_be_accepted(tmp_path: Path) -> None:
 def test_not_a_directory(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="not a directory"):
         bundle.verify(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError in the decoder
+        '{"max_length": 1' + "0" * 5000 + "}",  # ValueError: int over 4300 digits
+    ],
+    ids=["deeply-nested", "huge-int"],
+)
+def test_hostile_manifest_json_is_a_bundle_error(good: Path, text: str) -> None:
+    (good / bundle.MANIFEST).write_text(text)
+    file, message = _bad_file(good)
+    assert file == bundle.MANIFEST and "not valid JSON" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("default_variant", ["fp32"]),
+        ("default_variant", {"cpu": ["fp32"]}),
+        ("sizes", "model.onnx"),
+        ("variants", {"fp32": {"file": ["model.onnx"], "status": "accepted"}}),
+        ("files", {"model.onnx": 5}),
+        ("labels", "ham,spam"),
+        ("max_length", "128"),
+        ("metrics", {"test": None}),
+    ],
+)
+def test_wrongly_typed_manifest_key_is_a_bundle_error(good: Path, key: str, value: object) -> None:
+    path = good / bundle.MANIFEST
+    data = json.loads(path.read_text())
+    data[key] = value
+    path.write_text(json.dumps(data))
+    file, message = _bad_file(good)
+    assert file == bundle.MANIFEST and key in message
+
+
+def test_stale_temporary_manifest_is_not_listed(tmp_path: Path) -> None:
+    # A crash between writing manifest.json.tmp and renaming it leaves the temporary file;
+    # the next write must not record it (it is renamed away, and verify would then fail).
+    (tmp_path / "model.onnx").write_bytes(b"x")
+    (tmp_path / "model.int8.onnx").write_bytes(b"y")
+    (tmp_path / (bundle.MANIFEST + ".tmp")).write_text("{}")
+    manifest = bundle.write_manifest(tmp_path, _manifest())
+    assert sorted(manifest["files"]) == ["model.int8.onnx", "model.onnx"]
+    bundle.verify(tmp_path)
