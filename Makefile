@@ -9,7 +9,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 demo: bootstrap
-	$(BIN)/textgate build spam -o $(ARTIFACTS)/spam
+	ARTIFACTS=$(ARTIFACTS) bash scripts/demo.sh
 
 test: bootstrap lint
 	$(BIN)/python -m pytest -q

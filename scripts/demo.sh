@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make demo`: build the default spam model (cached), serve it through real Triton behind
+# the gateway, show two verdicts on real e-mail, then keep serving until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+PORT="${PORT:-8080}"
+ARTIFACTS="${ARTIFACTS:-artifacts}"
+
+"$BIN/textgate" build spam -o "$ARTIFACTS/spam"
+
+"$BIN/textgate" serve --bundle "$ARTIFACTS/spam" --port "$PORT" &
+server=$!
+trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
+
+echo "waiting for the gateway on :$PORT to be ready (Triton loads the models) ..."
+for _ in $(seq 1 300); do
+    if ! kill -0 $server 2>/dev/null; then echo "the server exited" >&2; exit 1; fi
+    if "$BIN/python" - "$PORT" <<'PY' 2>/dev/null; then break; fi
+import sys, urllib.request
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=2)
+PY
+    sleep 1
+done
+
+for mail in examples/spam.eml examples/ham.eml; do
+    echo
+    echo "\$ curl -s localhost:$PORT/v1/classify/spam -H 'content-type: message/rfc822' --data-binary @$mail"
+    "$BIN/python" - "$PORT" "$mail" <<'PY'
+import json, sys, urllib.request
+port, path = sys.argv[1], sys.argv[2]
+req = urllib.request.Request(
+    f"http://127.0.0.1:{port}/v1/classify/spam",
+    data=open(path, "rb").read(),
+    headers={"content-type": "message/rfc822"},
+)
+result = json.load(urllib.request.urlopen(req, timeout=30))["results"][0]
+keep = ("label", "score", "action", "model", "precision_path", "timings_ms")
+print(json.dumps({k: result[k] for k in keep if k in result}, indent=2))
+PY
+done
+
+echo
+echo "serving on http://127.0.0.1:$PORT (API: /v1/classify/{task}, /v1/models, /metrics); Ctrl-C stops"
+wait $server
