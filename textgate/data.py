@@ -11,6 +11,7 @@ split whatever else the file holds: adding data never moves a test text into tra
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -334,16 +335,23 @@ def _read_bytes(path: Path) -> bytes:
         raise DataError("no such file", path=path, hint="check the path given to --data")
     if path.is_dir():
         raise DataError("is a directory, expected a data file", path=path)
-    return path.read_bytes()
+    try:
+        return path.read_bytes()
+    except OSError as exc:  # permissions, a socket or device node, an I/O error
+        raise DataError(f"cannot be read ({exc.strerror or exc})", path=path) from None
 
 
 def _decode(raw: bytes, where: str) -> str:
+    # The BOM is stripped by hand: utf-8-sig reports error offsets relative to what
+    # follows it, which would name the wrong byte.
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        return raw.decode("utf-8-sig")
+        return raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
+        offset = bom + exc.start
+        line = raw.count(b"\n", 0, offset) + 1
         raise DataError(
-            f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start}",
+            f"not valid UTF-8: byte 0x{raw[offset]:02x} at byte offset {offset}",
             path=where,
             row=line,
             hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
@@ -393,8 +401,9 @@ def _jsonl_rows(
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            _skip(report, f"not a JSON object ({exc.msg})", n, str(path), strict)
+        except (ValueError, RecursionError) as exc:  # also ints over 4300 digits, "[[[[..."
+            why = getattr(exc, "msg", "nested too deeply or a number too long")
+            _skip(report, f"not a JSON object ({why})", n, str(path), strict)
             continue
         if not isinstance(obj, dict):
             _skip(report, "not a JSON object", n, str(path), strict)

@@ -196,3 +196,41 @@ def test_unknown_task_without_data() -> None:
     with pytest.raises(DataError, match="no packaged corpus") as info:
         data.load_task("toxicity")
     assert info.value.hint and "--data" in info.value.hint
+
+
+def test_non_utf8_after_a_bom_reports_the_real_byte_and_offset(tmp_path: Path) -> None:
+    raw = b"\xef\xbb\xbftext,label\nok,x\ncaf\xe9,y\n"
+    with pytest.raises(DataError) as info:
+        data.load_file(write(tmp_path, "d.csv", raw))
+    assert "byte 0xe9 at byte offset 22" in info.value.message
+    assert info.value.row == 3
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"text": ' + "[" * 100_000 + "]" * 100_000 + ', "label": "x"}',  # RecursionError
+        '{"text": 1' + "0" * 5000 + ', "label": "x"}',  # ValueError: int over 4300 digits
+    ],
+    ids=["deeply-nested", "huge-int"],
+)
+def test_hostile_jsonl_line_is_skipped_or_a_data_error(tmp_path: Path, line: str) -> None:
+    good = '{"text": "a", "label": "x"}\n{"text": "b", "label": "y"}\n'
+    path = write(tmp_path, "d.jsonl", good + line + "\n")
+    table = data.load_file(path)
+    assert len(table) == 2 and table.report.examples == {next(iter(table.report.skipped)): [3]}
+    with pytest.raises(DataError) as info:
+        data.load_file(path, strict=True)
+    assert info.value.row == 3
+
+
+def test_unreadable_file_is_a_data_error(tmp_path: Path) -> None:
+    # A Unix socket exists and is no directory, but open() fails (ENXIO) even for root.
+    import socket
+
+    path = tmp_path / "d.csv"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        with pytest.raises(DataError) as info:
+            data.load_file(path)
+    assert "cannot be read" in info.value.message
