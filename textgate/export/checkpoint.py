@@ -45,7 +45,7 @@ class Checkpoint:
 def _json(path: Path, hint: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: "[[[[..."
         raise ExportError(f"{path}: cannot be read as JSON ({exc})", hint=hint) from None
     if not isinstance(data, dict):
         raise ExportError(f"{path}: must hold a JSON object", hint=hint)
@@ -158,17 +158,21 @@ def _jsonl(path: Path, labels: tuple[str, ...]) -> tuple[list[str], list[int]]:
     index = {name: i for i, name in enumerate(labels)}
     texts: list[str] = []
     ids: list[int] = []
-    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 at byte offset {exc.start}", path=path) from None
+    for row, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
             text, label = item["text"], item["label"]
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, RecursionError, KeyError, TypeError):
             raise DataError(
                 'not a {"text": ..., "label": ...} object', path=path, row=row
             ) from None
-        if label not in index:
+        if not isinstance(label, str) or label not in index:
             raise DataError(
                 f"label {label!r} is not one of the model's labels {list(labels)}",
                 path=path,

@@ -115,3 +115,25 @@ def test_test_split_with_unknown_label_names_file_and_row(tmp_path: Path) -> Non
     )
     message = _error(root, DataError)
     assert "test.jsonl" in message and "row 2" in message and "meh" in message
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"text": "a", "label": "pos"}\n{"text": "caf\xe9", "label": "pos"}\n',  # not UTF-8
+        b'{"text": "a", "label": ["pos"]}\n',  # unhashable label
+        b'{"text": "a", "label": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",  # too deep
+    ],
+    ids=["latin1", "list-label", "deeply-nested"],
+)
+def test_unusable_test_split_is_a_data_error(tmp_path: Path, content: bytes) -> None:
+    root = _fake(tmp_path / "c")
+    (root / "data").mkdir()
+    (root / "data" / "test.jsonl").write_bytes(content)
+    assert "test.jsonl" in _error(root, DataError)
+
+
+def test_deeply_nested_config_json_is_an_export_error(tmp_path: Path) -> None:
+    root = _fake(tmp_path / "c")
+    (root / "config.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert "config.json" in _error(root)
