@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from textgate.errors import ModelLoadError, TritonError, TritonNotFound, TritonS
 
 BINARY_ENV = "TEXTGATE_TRITONSERVER"
 SITE_PACKAGES_ENV = "TEXTGATE_SITE_PACKAGES"
+API_KEY_HEADER = "textgate-admin-key"  # header of Triton's restricted model-repository API
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
@@ -194,11 +194,16 @@ def free_port(address: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+# Resolved once in the parent: between fork and exec a lock held by another thread can
+# never be released, so the child must not load libraries (find_library runs ldconfig).
+_PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+
+
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec: the kernel sends SIGTERM to tritonserver
     # when the thread that started it exits, so no server outlives a crashed parent.
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class TritonServer:
@@ -211,8 +216,12 @@ class TritonServer:
         models: Sequence[str] | None = None,
         config: TritonConfig | None = None,
         extra_args: Sequence[str] = (),
+        api_key: str | None = None,
     ) -> None:
         self.repository = Path(repository).resolve()
+        # With a key, Triton's model-repository API (index, load, unload) over HTTP answers
+        # only requests carrying it (--http-restricted-api); this object sends it.
+        self.api_key = api_key
         self.config = config or TritonConfig()
         self.models = list(models) if models is not None else repository_models(self.repository)
         self.extra_args = list(extra_args)
@@ -222,6 +231,7 @@ class TritonServer:
         self._workdir: Path | None = None
         self._log_path: Path | None = None
         self._final_log = ""
+        self._stopped = False
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -237,6 +247,19 @@ class TritonServer:
         self._log_path = self.config.log_file or self._workdir / "tritonserver.log"
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         self._pick_ports()
+        try:
+            self._spawn(inst)
+        except OSError as exc:  # e.g. a script whose interpreter is missing
+            self._remove_workdir()
+            raise TritonStartError(
+                f"cannot run {inst.binary}: {exc}",
+                hint="point triton.binary at a working tritonserver",
+            ) from None
+        self._stopped = False
+        return self
+
+    def _spawn(self, inst: Installation) -> None:
+        assert self._log_path is not None
         cmd = [str(inst.binary), *self._args(inst, self._prepare_backends(inst))]
         with open(self._log_path, "ab") as log:
             self._proc = subprocess.Popen(
@@ -248,7 +271,6 @@ class TritonServer:
                 start_new_session=True,  # own process group: stop() reaches the stubs too
                 preexec_fn=_die_with_parent,
             )
-        return self
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Block until the server is live and every model settled; raise on any failure."""
@@ -272,8 +294,9 @@ class TritonServer:
     def stop(self) -> int | None:
         """SIGINT (Triton drains in-flight requests), then SIGKILL the process group."""
         proc = self._proc
-        if proc is None:
-            return None
+        if proc is None or self._stopped:
+            # Once stopped, the group id may already belong to an unrelated process.
+            return None if proc is None else proc.returncode
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGINT)
@@ -284,11 +307,15 @@ class TritonServer:
                 proc.wait(timeout=30)
         # Stubs are Triton's children in our process group; none may outlive the server.
         self._kill_group(proc.pid)
+        self._stopped = True
         self._final_log = self.log_tail(200)
+        self._remove_workdir()
+        return proc.returncode
+
+    def _remove_workdir(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-        return proc.returncode
 
     def __enter__(self) -> TritonServer:
         self.start()
@@ -435,6 +462,9 @@ class TritonServer:
             f"--log-verbose={cfg.log_verbose}",
             f"--backend-config=python,shm-region-prefix-name={shm}",
         ]
+        if self.api_key:
+            # HTTP only: the gateway reads the repository index over gRPC (loopback-bound).
+            args.append(f"--http-restricted-api=model-repository:{API_KEY_HEADER}={self.api_key}")
         if backends is not None:
             args.append(f"--backend-directory={backends}")
         if inst.libs_dir is not None:
@@ -487,7 +517,10 @@ class TritonServer:
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"http://{self.http_url}{path}", data=data, method=method)
+        headers = {API_KEY_HEADER: self.api_key} if self.api_key else {}
+        req = urllib.request.Request(
+            f"http://{self.http_url}{path}", data=data, method=method, headers=headers
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             text = resp.read().decode("utf-8")
         return json.loads(text) if text else {}

@@ -84,3 +84,71 @@ def test_check_before_start_is_an_error(tmp_path: Path) -> None:
 
 def test_free_port_is_bindable() -> None:
     assert 0 < triton.free_port() < 65536
+
+
+def _fake_binary(tmp_path: Path, script: str) -> Path:
+    binary = tmp_path / "bin" / "tritonserver"
+    binary.parent.mkdir(exist_ok=True)
+    binary.write_text(script)
+    binary.chmod(0o755)
+    return binary
+
+
+def test_death_signal_is_set_without_loading_libraries_after_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # preexec_fn runs between fork and exec, where a lock held by another thread of the
+    # parent can never be released: it must not look up libc (find_library runs ldconfig).
+    import ctypes.util
+    import signal
+    import subprocess
+    import sys
+
+    def forbidden(*_a: object, **_k: object) -> None:
+        raise AssertionError("library lookup after fork")
+
+    monkeypatch.setattr(ctypes.util, "find_library", forbidden)
+    monkeypatch.setattr(ctypes, "CDLL", forbidden)
+    probe = (
+        "import ctypes; sig = ctypes.c_int(); "
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig)); print(sig.value)"  # PR_GET_PDEATHSIG
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        preexec_fn=triton._die_with_parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert int(out) == signal.SIGTERM
+
+
+def test_a_binary_that_cannot_be_executed_is_a_start_error_and_leaves_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tempfile
+
+    binary = _fake_binary(tmp_path, "#!/nonexistent/interpreter\n")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    server = triton.TritonServer(tmp_path / "repo", config=TritonConfig(binary=binary))
+    with pytest.raises(triton.TritonStartError) as info:
+        server.start()
+    assert str(binary) in info.value.message
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_second_stop_signals_no_process_group(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # After the first stop the group id is free for reuse by an unrelated process.
+    binary = _fake_binary(tmp_path, "#!/bin/sh\nexec sleep 30\n")
+    (tmp_path / "repo").mkdir()
+    server = triton.TritonServer(tmp_path / "repo", config=TritonConfig(binary=binary))
+    server.start()
+    assert server.stop() is not None and not server.alive
+    killed: list[int] = []
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: killed.append(pgid))
+    server.stop()
+    assert killed == []
