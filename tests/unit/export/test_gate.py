@@ -71,26 +71,35 @@ class _FakeSession:
         return [out]
 
 
-def test_evaluate_rejects_a_variant_that_flips_predictions(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from textgate.export import inference
+def _reference(seed: int, n: int = 40) -> tuple[np.ndarray, tuple[int, ...]]:
+    """fp32 logits for ``n`` texts and labels they predict perfectly."""
+    logits = np.random.default_rng(seed).normal(size=(n, 2)).astype(np.float32)
+    return logits, tuple(int(x) for x in logits.argmax(axis=1))
 
-    n = 40
-    rng = np.random.default_rng(1)
-    ref_logits = rng.normal(size=(n, 2)).astype(np.float32)
-    labels = tuple(int(x) for x in ref_logits.argmax(axis=1))  # fp32 is perfect here
-    flipped = ref_logits.copy()
-    flipped[:4] = flipped[:4, ::-1]  # 4 of 40 disagree: agreement 0.9
-    monkeypatch.setattr(inference, "session", lambda _path: _FakeSession(flipped))
+
+def _eval_set(labels: tuple[int, ...]) -> EvalSet:
+    """Token ids for ``len(labels)`` texts in two batches (the fake session ignores them)."""
+    n = len(labels)
     ids = np.arange(n * 4, dtype=np.int64).reshape(n, 4) % 50 + 5
-    data = EvalSet(
+    return EvalSet(
         batches=[(ids[:32], np.ones_like(ids[:32])), (ids[32:], np.ones_like(ids[32:]))],
         labels=labels,
         label_names=("ham", "spam"),
         max_length=16,
         source="test split",
     )
+
+
+def test_evaluate_rejects_a_variant_that_flips_predictions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textgate.export import inference
+
+    ref_logits, labels = _reference(seed=1)
+    flipped = ref_logits.copy()
+    flipped[:4] = flipped[:4, ::-1]  # 4 of 40 disagree: agreement 0.9
+    monkeypatch.setattr(inference, "session", lambda _path: _FakeSession(flipped))
+    data = _eval_set(labels)
     reference = inference.softmax(ref_logits)
     row, probs = evaluate(Path("model.int8.onnx"), data, reference, GATE)
     assert row["agreement"] == pytest.approx(0.9)
@@ -122,22 +131,12 @@ def test_evaluate_rejects_a_variant_with_non_finite_outputs(
 ) -> None:
     from textgate.export import inference
 
-    n = 40
-    rng = np.random.default_rng(2)
-    ref_logits = rng.normal(size=(n, 2)).astype(np.float32)
-    labels = tuple(int(x) for x in ref_logits.argmax(axis=1))
+    ref_logits, labels = _reference(seed=2)
     overflowed = ref_logits.copy()
     row = labels.index(0)  # argmax of a NaN row is 0: it "agrees" with a class-0 reference
     overflowed[row] = np.nan
     monkeypatch.setattr(inference, "session", lambda _path: _FakeSession(overflowed))
-    ids = np.arange(n * 4, dtype=np.int64).reshape(n, 4) % 50 + 5
-    data = EvalSet(
-        batches=[(ids, np.ones_like(ids))],
-        labels=labels,
-        label_names=("ham", "spam"),
-        max_length=16,
-        source="test split",
-    )
+    data = _eval_set(labels)
     row_report, _ = evaluate(Path("model.fp16.onnx"), data, inference.softmax(ref_logits), GATE)
     assert row_report["status"] == "rejected"
     assert "1 of 40 outputs are not finite" in row_report["reason"]
