@@ -19,7 +19,7 @@ from typing import Any
 from textgate import bundle, data
 from textgate.errors import BundleError
 
-BUILD_CODE = ("data.py", "train.py", "metrics.py", "export")
+BUILD_CODE = ("data.py", "sources.py", "train.py", "metrics.py", "bundle.py", "export")
 
 
 def builds_dir() -> Path:
@@ -44,14 +44,24 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
+def base_hash(base_dir: Path) -> str:
+    """SHA-256 over the base model's files: new weights under an old name still rebuild."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in base_dir.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(base_dir).as_posix().encode())
+        digest.update(bundle.sha256_file(file).encode())
+    return digest.hexdigest()
+
+
 def build_key(task: str, table: data.Table, train_options: Any, export_options: dict) -> str:
     from textgate import train
 
-    _base_dir, base_name = train.resolve_base(None)
+    base_dir, base_name = train.resolve_base(None)
     inputs = {
         "task": task,
         "data_hash": table.data_hash(),
         "base": base_name,
+        "base_files": base_hash(base_dir),
         "train": {
             k: v
             for k, v in asdict(train_options.resolved(task)).items()

@@ -264,10 +264,12 @@ def load_vader(sets: Sequence[str] = tuple(VADER_SETS), margin: float = VADER_MA
     archive, where = sources.read_pinned(sources.VADER_ARCHIVE)
     report = LoadReport()
     rows: list[Row] = []
+    lines = 0  # row numbers count lines across the sets, in order, so they never repeat
     for name in sets:
         member = f"hutto_ICWSM_2014/{VADER_SETS[name]}"
         text = _decode(sources.read_tar_member(archive, member, where), f"{where}!{member}")
-        rows.extend(_vader_rows(text, len(rows), margin, report))
+        rows.extend(_vader_rows(text, lines, margin, report))
+        lines += len(text.splitlines())
     return build_table(rows, source=where, labels=TASK_LABELS["sentiment"], report=report)
 
 
@@ -335,6 +337,8 @@ def _read_bytes(path: Path) -> bytes:
         raise DataError("no such file", path=path, hint="check the path given to --data")
     if path.is_dir():
         raise DataError("is a directory, expected a data file", path=path)
+    if not path.is_file():  # a FIFO or device would block or never end
+        raise DataError("is not a regular file", path=path, hint="pass a CSV, TSV or JSONL file")
     try:
         return path.read_bytes()
     except OSError as exc:  # permissions, a socket or device node, an I/O error
@@ -442,8 +446,15 @@ def load_task(
     strict: bool = False,
 ) -> Table:
     """The task's packaged corpus, or the user's file when ``data`` is given."""
+    packaged = TASK_LABELS.get(task)
+    if data is None and labels and packaged and tuple(labels) != packaged:
+        raise DataError(
+            f"task '{task}' has the packaged labels {', '.join(packaged)}; got --labels "
+            f"{', '.join(labels)}",
+            hint=f"drop --labels, or pass --data FILE for other labels than {packaged}",
+        )
     if data is not None:
-        declared = labels or TASK_LABELS.get(task)
+        declared = labels or packaged
         return load_file(
             Path(data),
             text_column=text_column,

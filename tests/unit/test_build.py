@@ -78,3 +78,12 @@ def test_refuses_to_replace_a_non_bundle_directory(tmp_path: Path) -> None:
         build.build("spam", target, table=_table())
     assert info.value.hint and "--force" in info.value.hint
     assert (target / "thesis.txt").exists()
+
+
+def test_base_hash_sees_changed_weights(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "model.safetensors").write_bytes(b"weights-1")
+    before = build.base_hash(base)
+    (base / "model.safetensors").write_bytes(b"weights-2")
+    assert build.base_hash(base) != before

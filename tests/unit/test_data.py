@@ -225,7 +225,7 @@ def test_hostile_jsonl_line_is_skipped_or_a_data_error(tmp_path: Path, line: str
 
 
 def test_unreadable_file_is_a_data_error(tmp_path: Path) -> None:
-    # A Unix socket exists and is no directory, but open() fails (ENXIO) even for root.
+    # A Unix socket exists and is no directory; it is refused before open() could fail.
     import socket
 
     path = tmp_path / "d.csv"
@@ -233,4 +233,25 @@ def test_unreadable_file_is_a_data_error(tmp_path: Path) -> None:
         sock.bind(str(path))
         with pytest.raises(DataError) as info:
             data.load_file(path)
-    assert "cannot be read" in info.value.message
+    assert "not a regular file" in info.value.message
+
+
+def test_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="not a regular file"):
+        data.load_file(fifo)
+
+
+def test_packaged_task_refuses_other_labels() -> None:
+    with pytest.raises(DataError, match="packaged labels ham, spam"):
+        data.load_task("spam", labels=("no", "yes"))
+
+
+def test_vader_row_numbers_do_not_repeat_across_sets() -> None:
+    table = data.load_task("sentiment")
+    rows = [r for rows in table.report.examples.values() for r in rows]
+    assert len(rows) == len(set(rows))
+    assert table.report.rows_read == 23703
