@@ -343,3 +343,30 @@ def test_names_round_trip() -> None:
     assert release.parse_ensemble("spam") is None
     assert callable(release.Releases.list_versions)
     _: Callable[..., Any] = release.bucket
+
+
+def test_cli_offline_add_list_promote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from textgate.cli import main
+
+    repo = tmp_path / "repo"
+    assert (
+        main(["release", "add", str(repo), str(make_bundle(tmp_path, "b1")), "--task", "spam"]) == 0
+    )
+    assert (
+        main(["release", "add", str(repo), str(make_bundle(tmp_path, "b2")), "--task", "spam"]) == 0
+    )
+    assert main(["release", "promote", "--repo", str(repo), "--task", "spam"]) == 13
+    assert "gate failed" in capsys.readouterr().err
+    args = ["release", "promote", "--repo", str(repo), "--task", "spam", "--force"]
+    assert main([*args, "--reason", "known good"]) == 0
+    capsys.readouterr()
+    assert main(["release", "list", "--repo", str(repo), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["versions"]
+    assert [(r["version"], r["state"], r["load"]) for r in rows] == [
+        (1, "standby", "unknown"),
+        (2, "serving", "unknown"),
+    ]
+    bad = make_bundle(tmp_path, "b3")
+    (bad / "model.onnx").write_bytes(b"x")
+    assert main(["release", "add", str(repo), str(bad), "--task", "spam"]) == 6
+    assert "model.onnx" in capsys.readouterr().err
