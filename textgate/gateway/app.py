@@ -31,7 +31,7 @@ from textgate import __version__
 from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import logs
+from textgate.gateway import admin, logs
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
@@ -150,6 +150,7 @@ class Gateway:
         self.runtime = self._runtime(config, self._client(config), Router({}))
         self._discovery: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
+        self.releases = admin.release_hook(config, self)  # versions of released tasks
 
     def _endpoints(self, config: Config) -> list[str]:
         return self.endpoints_override or list(config.client.endpoints)
@@ -174,6 +175,8 @@ class Gateway:
     async def start(self) -> None:
         await self.events.start(self.metrics.registry)
         await self.runtime.client.start()
+        if self.releases is not None:
+            await self.releases.start()
         try:
             await self._discover()
         except TritonError as exc:
@@ -185,13 +188,20 @@ class Gateway:
             self._discovery.cancel()
         await self.runtime.client.close()
         await self.events.stop()
+        if self.releases is not None:
+            await self.releases.stop()
 
     async def _discover(self) -> None:
         rt = self.runtime
-        router = await discover(rt.client, rt.config.gateway.tasks)
+        router = await discover(rt.client, rt.config.gateway.tasks, self.releases)
         _check_policy(rt.config, router)
         rt.router = router
         logs.event("tasks discovered", tasks=sorted(router.routes))
+
+    async def rediscover(self) -> None:
+        """After a release operation: the routes include models loaded since the last look."""
+        async with self._reload_lock:
+            await self._discover()
 
     async def _discover_until_found(self) -> None:
         while True:
@@ -223,7 +233,7 @@ class Gateway:
         if not same_client:
             await client.start()
         try:
-            router = await discover(client, new.gateway.tasks)
+            router = await discover(client, new.gateway.tasks, self.releases)
             _check_policy(new, router)
         except TextgateError:
             if not same_client:
@@ -377,6 +387,7 @@ def create_app(
     )
     _routes(app)
     _handlers(app)
+    app.include_router(admin.router)
     _middleware(app)
     return app
 
@@ -419,6 +430,7 @@ def _routes(app: FastAPI) -> None:
         body = await _read_body(request, rt.config.gateway.max_body_bytes)
         raw = _parse(media, body, rt.config.gateway.max_batch)
         ctx.tenant = rt.policy.tenant(request.headers)
+        ctx.sender = request.headers.get("x-sender")  # a canary key option
         results = await gw.service.classify(rt, task, raw, ctx)
         for r in results:
             gw.metrics.requests.labels(task, r["action"], "200").inc()

@@ -9,6 +9,7 @@ version) can later slot in without touching the callers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,15 +37,35 @@ class Route:
 
 
 class Router:
-    def __init__(self, routes: Mapping[str, Route]) -> None:
+    def __init__(self, routes: Mapping[str, Route], releases: Any = None) -> None:
         self.routes = dict(routes)
+        # textgate.release.StateView (or None): which version of a released task answers.
+        self.releases = releases
 
-    def route(self, task: str) -> Route:
+    def route(self, task: str, key: str = "") -> Route:
+        version = self.releases.pick(task, key) if self.releases is not None else None
+        hit = self.routes.get(f"{task}_v{version}") if version is not None else None
+        if hit is not None:
+            return dataclasses.replace(hit, task=task, version=str(version))
         try:
             return self.routes[task]
         except KeyError:
             known = ", ".join(sorted(self.routes)) or "none"
             raise UnknownTask(f"no task '{task[:64]}' (served: {known})", field="task") from None
+
+    def key(self, task: str, tenant: str | None, request_id: str, sender: str | None) -> str:
+        """The canary's sticky key for this request (the release's configured kind)."""
+        if self.releases is None:
+            return request_id
+        kind = self.releases.canary_key(task)
+        value = {"tenant": tenant, "sender": sender}.get(kind)
+        return value or request_id
+
+    def observe(self, route: Route, **outcome: Any) -> None:
+        """Tell the release hook how a request went (canary watch, shadow copy)."""
+        hook = getattr(self.releases, "observe", None)
+        if hook is not None:
+            hook(route, **outcome)
 
     def models(self) -> list[str]:
         """Every ensemble a request may call: what /readyz waits for."""
@@ -63,23 +84,38 @@ def _steps(config: Mapping[str, Any]) -> list[str]:
     return [str(s.get("model_name", "")) for s in steps]
 
 
-async def discover(client: TritonClient, tasks: Sequence[str] = ()) -> Router:
-    """Ask Triton which tasks it serves; ``tasks`` (if given) must all be among them."""
+async def discover(client: TritonClient, tasks: Sequence[str] = (), releases: Any = None) -> Router:
+    """Ask Triton which tasks it serves; ``tasks`` (if given) must all be among them.
+
+    With ``releases``, a released task ``T`` is served by its versions' ensembles ``T_vN``
+    (docs/lifecycle.md): ``T`` routes to the serving version unless a canary picks another.
+    """
     index = await client.repository_index()
     ready = {m["name"]: str(m.get("version", "")) for m in index if m.get("state") == "READY"}
     routes: dict[str, Route] = {}
     for name in sorted(ready):
-        if tasks and name not in tasks:
+        if tasks and name not in tasks and _release_task(name) not in tasks:
             continue
         route = await _route(client, name, ready)
         if route is not None:
             routes[name] = route
+    for task in releases.tasks() if releases is not None else ():
+        version = releases.pick(task, "")
+        serving = routes.get(f"{task}_v{version}")
+        if serving is not None and task not in routes:
+            routes[task] = dataclasses.replace(serving, task=task, version=str(version))
     missing = [t for t in tasks if t not in routes]
     if missing:
         raise TritonUnavailable(
             f"Triton serves no ready task {', '.join(missing)} (ready: {', '.join(ready)})"
         )
-    return Router(routes)
+    return Router(routes, releases)
+
+
+def _release_task(name: str) -> str:
+    """``spam_v3`` -> ``spam``; other names unchanged."""
+    task, sep, num = name.rpartition("_v")
+    return task if sep and task and num.isdigit() else name
 
 
 async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> Route | None:

@@ -40,6 +40,7 @@ class Runtime:
 class Context:
     request_id: str
     tenant: str | None = None
+    sender: str | None = None  # a canary key (X-Sender); tenant and request id are the others
     headers: dict[str, str] = field(default_factory=dict)  # passed on to Triton
     timings_ms: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
@@ -68,15 +69,27 @@ class Service:
     async def classify(
         self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
     ) -> list[dict[str, Any]]:
-        route = rt.router.route(task)
+        route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
         t = time.perf_counter()
         items = [self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
         ctx.timings_ms["normalize"] = _ms(t)
         async with rt.limiter.slot() as waited:
             ctx.timings_ms["queue"] = round(waited * 1000.0, 3)
             t = time.perf_counter()
-            scored = await self._score(rt, route, items, ctx)
+            try:
+                scored = await self._score(rt, route, items, ctx)
+            except Exception:
+                # The canary watch counts errors per version (automatic rollback).
+                rt.router.observe(route, ok=False, latency_s=time.perf_counter() - t)
+                raise
             ctx.timings_ms["triton"] = _ms(t)
+            rt.router.observe(
+                route,
+                ok=True,
+                latency_s=time.perf_counter() - t,
+                texts=[item.text for item in items],
+                probs=[s.probs for s in scored],
+            )
         t = time.perf_counter()
         verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
         ctx.timings_ms["policy"] = _ms(t)

@@ -43,6 +43,10 @@ class BodyTooLarge(GatewayError):
     """The body is over ``gateway.max_body_bytes`` (413)."""
 
 
+class Conflict(GatewayError):
+    """An admin operation the current release state does not allow (409)."""
+
+
 class UnsupportedContentType(GatewayError):
     """The Content-Type is not JSON, message/rfc822 or text/plain (415)."""
 
@@ -53,6 +57,7 @@ STATUS: dict[type[BaseException], int] = {
     ValidationFailed: 422,
     BodyTooLarge: 413,
     UnsupportedContentType: 415,
+    Conflict: 409,
     errors.PayloadTooLarge: 413,
     errors.UnsupportedMedia: 415,
     errors.InputError: 422,  # InvalidInput, EmptyText, MalformedMessage, MessageTooComplex

@@ -1,0 +1,336 @@
+"""The release admin API and the gateway's release hook (docs/lifecycle.md).
+
+    POST /admin/release/{add,canary,shadow,standby,compare,promote,rollback,gc}
+    GET  /admin/release/versions
+    POST /admin/triton/{load,unload}
+
+Every route needs ``Authorization: Bearer <gateway.admin_token>`` (compared in constant
+time); with no token configured the admin API refuses everything. Operations run in a
+worker thread (they load models, hash bundles); each commit swaps the routing state in
+memory and re-discovers the models, so the next request already sees the switch.
+
+``ReleaseHook`` is what ``routing.Router`` calls: which version answers (``pick``), and how
+each request went (``observe``): the canary watch (automatic rollback) and shadow copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from fastapi import APIRouter, Depends, Request
+from prometheus_client import Counter
+from pydantic import BaseModel, Field
+
+from textgate import release
+from textgate.config import Config
+from textgate.errors import BundleError, ReleaseError, TextgateError
+from textgate.gateway import logs
+from textgate.gateway.routing import Route
+from textgate.gateway.status import Conflict, Unauthorized, ValidationFailed
+
+if TYPE_CHECKING:
+    from textgate.gateway.app import Gateway
+
+_SHADOW_IN_FLIGHT = 8  # shadow copies beyond this are dropped: they must never slow serving
+
+
+class ReleaseHook(release.StateView):
+    """The routing view of the release state plus the canary watch and shadow copies."""
+
+    def __init__(self, config: Config, gateway: Gateway) -> None:
+        assert config.release.repository is not None
+        super().__init__(config.release.repository)
+        self.settings = config.release
+        self.gateway = gateway
+        control = (
+            release.HttpControl(self.settings.triton_http, self.settings.triton_api_key)
+            if self.settings.triton_http
+            else None
+        )
+        self.manager = release.Releases(
+            config.release.repository, self.settings, repository=config.repository, control=control
+        )
+        self.manager.on_commit = self.set  # the in-memory swap, same thread as the rename
+        self.watches: dict[str, release.CanaryWatch] = {}
+        self._shadows = 0
+        self._monitor: asyncio.Task[None] | None = None
+        registry = gateway.metrics.registry
+        self.auto_rollbacks = Counter(
+            "textgate_release_auto_rollbacks", "Canaries stopped by the watch", ["task"],
+            registry=registry,
+        )  # fmt: skip
+        self.shadowed = Counter(
+            "textgate_release_shadow", "Shadow copies by agreement", ["task", "agree"],
+            registry=registry,
+        )  # fmt: skip
+        self.operations = Counter(
+            "textgate_release_operations", "Admin release operations", ["op", "result"],
+            registry=registry,
+        )  # fmt: skip
+
+    async def start(self) -> None:
+        self._monitor = asyncio.create_task(self._watch_loop(), name="release-watch")
+
+    async def stop(self) -> None:
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+
+    # --- per request -------------------------------------------------------------------
+
+    def observe(
+        self,
+        route: Route,
+        *,
+        ok: bool,
+        latency_s: float,
+        texts: Sequence[str] = (),
+        probs: Sequence[Sequence[float]] = (),
+    ) -> None:
+        t = self.state.get("tasks", {}).get(route.task)
+        if t is None or not route.version.isdigit():
+            return
+        if t.get("mode") == "canary":
+            watch = self.watches.setdefault(route.task, release.CanaryWatch(self.settings))
+            scores: list[float | None] = [float(p[-1]) for p in probs] or [None]
+            for score in scores:
+                watch.record(int(route.version), ok=ok, latency_s=latency_s, score=score)
+        elif t.get("mode") == "shadow" and ok and texts and self._shadows < _SHADOW_IN_FLIGHT:
+            self._shadows += 1
+            task = asyncio.ensure_future(self._shadow(route, t["candidate"], texts, probs))
+            task.add_done_callback(lambda _t: self._release_shadow())
+
+    def _release_shadow(self) -> None:
+        self._shadows -= 1
+
+    async def _shadow(
+        self,
+        route: Route,
+        candidate: int,
+        texts: Sequence[str],
+        probs: Sequence[Sequence[float]],
+    ) -> None:
+        try:
+            pred = await self.gateway.runtime.client.infer(
+                release.ensemble(route.task, candidate), list(texts)
+            )
+        except TextgateError as exc:
+            logs.event("shadow copy failed", logging.WARNING, error=exc.message)
+            return
+        rows = []
+        for text, s, c in zip(texts, probs, pred.probabilities.tolist(), strict=True):
+            agree = int(np.argmax(s)) == int(np.argmax(c))
+            self.shadowed.labels(route.task, str(agree).lower()).inc()
+            row = {"text": text, "serving": route.version, "candidate": candidate}
+            rows.append({**row, "agree": agree, "serving_probs": list(s), "candidate_probs": c})
+        await asyncio.to_thread(self._record, route.task, rows)
+
+    def _record(self, task: str, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self.manager.record_shadow(task, row)
+
+    # --- automatic rollback ------------------------------------------------------------
+
+    async def _watch_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.watch_interval_s)
+            with contextlib.suppress(TextgateError):
+                await self.check_canaries()
+
+    async def check_canaries(self) -> list[str]:
+        """Stop every canary past its bounds; return the tasks rolled back."""
+        stopped = []
+        for task, t in self.refresh(force=True).get("tasks", {}).items():
+            watch = self.watches.get(task)
+            if t.get("mode") != "canary" or watch is None:
+                continue
+            why = watch.verdict(int(t["serving"]), int(t["candidate"]))
+            if why is None:
+                continue
+            reason = f"automatic rollback of canary v{t['candidate']}: {why}"
+            await asyncio.to_thread(self.manager.standby, task, reason)
+            watch.reset()
+            self.auto_rollbacks.labels(task).inc()
+            logs.event("release canary rolled back", logging.WARNING, task=task, reason=reason)
+            stopped.append(task)
+        return stopped
+
+
+def release_hook(config: Config, gateway: Gateway) -> ReleaseHook | None:
+    """The hook when ``release.repository`` is set; None leaves routing as discovered."""
+    return ReleaseHook(config, gateway) if config.release.repository is not None else None
+
+
+# --- the admin API -----------------------------------------------------------------------------
+
+
+def require_admin(request: Request) -> None:
+    token = request.app.state.gateway.config.gateway.admin_token
+    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+    if not token or not hmac.compare_digest(token.encode(), given.encode()):
+        raise Unauthorized("admin token missing or wrong", field="authorization")
+
+
+# Operator-only: kept out of the public OpenAPI schema (docs/lifecycle.md documents it).
+router = APIRouter(
+    prefix="/admin",
+    tags=["admin"],
+    dependencies=[Depends(require_admin)],
+    include_in_schema=False,
+)
+
+
+class AddBody(BaseModel):
+    bundle: str = Field(description="bundle directory, as the gateway's host sees it")
+    task: str
+
+
+class CanaryBody(BaseModel):
+    task: str
+    percent: float = Field(ge=0, le=100)
+    key: str | None = Field(None, description="tenant | sender | request_id")
+
+
+class TaskBody(BaseModel):
+    task: str
+    reason: str = ""
+
+
+class CompareBody(BaseModel):
+    task: str
+    data: str | None = Field(None, description='JSONL {"text", "label"} on the gateway host')
+
+
+class PromoteBody(BaseModel):
+    task: str
+    force: bool = False
+    reason: str = ""
+
+
+class ModelBody(BaseModel):
+    model: str
+
+
+def _hook(request: Request) -> ReleaseHook:
+    hook = request.app.state.gateway.releases
+    if hook is None:
+        raise Conflict("releases are off: set release.repository", field="release.repository")
+    return hook  # type: ignore[no-any-return]
+
+
+async def _run(request: Request, op: str, fn: Any, *args: Any, **kw: Any) -> Any:
+    """One operation in a worker thread, then re-discover so routes include new models."""
+    hook = _hook(request)
+    started = time.perf_counter()
+    try:
+        result = await asyncio.to_thread(fn, *args, **kw)
+    except ReleaseError as exc:
+        hook.operations.labels(op, "refused").inc()
+        raise Conflict(exc.message, hint=exc.hint) from None
+    except BundleError as exc:  # the caller's bundle is bad: a 4xx naming the file
+        hook.operations.labels(op, "refused").inc()
+        raise ValidationFailed(exc.message, field="bundle", hint=exc.hint) from None
+    except TextgateError:
+        hook.operations.labels(op, "failed").inc()
+        raise
+    hook.operations.labels(op, "ok").inc()
+    gw = request.app.state.gateway
+    with contextlib.suppress(TextgateError):
+        await gw.rediscover()
+    logs.event("release " + op, ms=round((time.perf_counter() - started) * 1000, 1))
+    return result
+
+
+@router.get("/release/versions", summary="Versions of every released task")
+async def versions(request: Request, task: str | None = None) -> dict[str, Any]:
+    hook = _hook(request)
+    rows = await asyncio.to_thread(hook.manager.list_versions, task)
+    return {"versions": rows}
+
+
+@router.post("/release/add", summary="Verify a bundle, add it as the next version, load it")
+async def add(body: AddBody, request: Request) -> dict[str, Any]:
+    m = _hook(request).manager
+    return dict(await _run(request, "add", m.add, Path(body.bundle), body.task))
+
+
+@router.post("/release/canary", summary="A sticky share of traffic to the candidate")
+async def canary(body: CanaryBody, request: Request) -> dict[str, Any]:
+    hook = _hook(request)
+    hook.watches.pop(body.task, None)  # a new canary is judged on its own requests
+    m = hook.manager
+    return dict(await _run(request, "canary", m.canary, body.task, body.percent, body.key))
+
+
+@router.post("/release/shadow", summary="Copy live traffic to the candidate")
+async def shadow(body: TaskBody, request: Request) -> dict[str, Any]:
+    return dict(await _run(request, "shadow", _hook(request).manager.shadow, body.task))
+
+
+@router.post("/release/standby", summary="Stop canary/shadow; the candidate stays loaded")
+async def standby(body: TaskBody, request: Request) -> dict[str, Any]:
+    m = _hook(request).manager
+    return dict(await _run(request, "standby", m.standby, body.task, body.reason))
+
+
+@router.post("/release/compare", summary="Candidate vs serving on shadowed traffic (+ data)")
+async def compare(body: CompareBody, request: Request) -> dict[str, Any]:
+    hook = _hook(request)
+    loop = asyncio.get_running_loop()
+
+    def infer(model: str, texts: Sequence[str]) -> np.ndarray:
+        client = hook.gateway.runtime.client
+        coro = client.infer(model, list(texts))
+        return asyncio.run_coroutine_threadsafe(coro, loop).result().probabilities
+
+    m = hook.manager
+    return dict(await _run(request, "compare", m.compare, body.task, infer, data=body.data))
+
+
+@router.post("/release/promote", summary="Candidate -> serving (gate, or force + reason)")
+async def promote(body: PromoteBody, request: Request) -> dict[str, Any]:
+    m = _hook(request).manager
+    return dict(
+        await _run(request, "promote", m.promote, body.task, force=body.force, reason=body.reason)
+    )
+
+
+@router.post("/release/rollback", summary="Back to the previous serving version")
+async def rollback(body: TaskBody, request: Request) -> dict[str, Any]:
+    m = _hook(request).manager
+    return dict(await _run(request, "rollback", m.rollback, body.task, reason=body.reason))
+
+
+@router.post("/release/gc", summary="Delete the files of retired versions")
+async def gc(request: Request) -> dict[str, Any]:
+    return {"removed": await _run(request, "gc", _hook(request).manager.gc)}
+
+
+@router.post("/triton/load", summary="Load one Triton model (through the release control)")
+async def load(body: ModelBody, request: Request) -> dict[str, Any]:
+    control = _control(request)
+    await _run(request, "load", control.load_model, body.model)
+    return {"loaded": body.model}
+
+
+@router.post("/triton/unload", summary="Unload one Triton model")
+async def unload(body: ModelBody, request: Request) -> dict[str, Any]:
+    control = _control(request)
+    await _run(request, "unload", control.unload_model, body.model)
+    return {"unloaded": body.model}
+
+
+def _control(request: Request) -> Any:
+    control = _hook(request).manager.control
+    if control is None:
+        raise Conflict("no Triton model control: set release.triton_http", field="release")
+    return control
