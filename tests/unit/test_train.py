@@ -273,7 +273,15 @@ def test_output_is_a_file(bases: dict[str, Path], splits: FakeSplits, tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"epochs": 0}, {"lr": -1.0}, {"batch_size": 0}, {"patience": 0}, {"limit": 0}]
+    "kwargs",
+    [
+        {"epochs": 0},
+        {"lr": -1.0},
+        {"batch_size": 0},
+        {"patience": 0},
+        {"limit": 0},
+        {"class_weights": "heavy"},
+    ],
 )
 def test_bad_options(kwargs: dict[str, float]) -> None:
     with pytest.raises(errors.TrainError, match="must be"):
@@ -322,6 +330,8 @@ def test_class_weights_balance_classes() -> None:
     w = train.class_weights([0, 0, 0, 1], 2)
     assert w.tolist() == pytest.approx([4 / 6, 2.0])
     assert (w * np.bincount([0, 0, 0, 1])).tolist() == pytest.approx([2.0, 2.0])
+    assert train.class_weights([0, 0, 0, 1], 2, "sqrt").tolist() == pytest.approx(np.sqrt(w))
+    assert train.class_weights([0, 0, 0, 1], 2, "none").tolist() == [1.0, 1.0]
 
 
 def test_options_fall_back_to_task_defaults() -> None:
