@@ -390,7 +390,10 @@ def measure_all(
         got: dict[str, Any] = {}
         for name in list(order):
             try:
-                got[name] = measure_one(name, args, profile, tritons, http, texts, sess, enc)
+                if name == "ceiling":
+                    got["ceiling"], got["ceiling_cpu"] = ceiling.measure(sess, enc, batch_size=8)
+                else:
+                    got[name] = measure_one(name, args, profile, tritons, http, texts, sess, enc)
             except TextgateError as exc:  # one broken system must not lose the others
                 log(f"{name} failed, left out: {exc.message}")
                 systems.remove(name)
@@ -467,6 +470,18 @@ def _ratio_series(rounds: list[dict[str, Any]], a: str, b: str, key: str) -> lis
     return out
 
 
+def _cpu_series(rounds: list[dict[str, Any]], name: str) -> list[float]:
+    """(texts per CPU-second of the server processes at the peak point) / (the ceiling's)."""
+    out = []
+    for r in rounds:
+        if name not in r or "ceiling_cpu" not in r:
+            continue
+        peak = max(r[name]["points"], key=lambda p: p["throughput"])
+        cores = sum(x["cpu_cores"] for x in peak["processes"].values())
+        out.append(peak["throughput"] / cores / r["ceiling_cpu"] if cores else float("nan"))
+    return out
+
+
 def _per_round(rounds: list[dict[str, Any]], front: str, key: str) -> list[float]:
     """front / the best LitServe configuration of the same round."""
     out = []
@@ -501,10 +516,19 @@ def summarize(
     lines: dict[str, str] = {}
     ratios: dict[str, Any] = {}
 
-    def put(name: str, series: list[float], note: str, peak: list[float] | None = None) -> None:
+    def put(
+        name: str,
+        series: list[float],
+        note: str,
+        peak: list[float] | None = None,
+        cpu: list[float] | None = None,
+    ) -> None:
         s = report.spread(series)
         ratios[name] = {**s, "series": series, "goal": GOALS[name], "note": note}
         text = _fmt(s) if s["n"] else f"none held P95<={args.p95_ms:g}ms"
+        if cpu is not None:  # texts per CPU-second: robust to what the neighbours take
+            ratios[name]["per_cpu_second"] = {**report.spread(cpu), "series": cpu}
+            text += f"; per CPU-second {_fmt(report.spread(cpu))}"
         if peak is not None:  # the same ratio without the latency bound, for context
             ratios[name]["peak"] = {**report.spread(peak), "series": peak}
             text += f"; at peak {_fmt(report.spread(peak))}"
@@ -514,12 +538,14 @@ def summarize(
         "triton_vs_ceiling",
         _ratio_series(rounds, tri, "ceiling", "peak"),
         f"{tri} peak texts/s / bare ORT sorted batches",
+        cpu=_cpu_series(rounds, tri),
     )
     if "gateway" in http:
         put(
             "gateway_vs_ceiling",
             _ratio_series(rounds, "gateway", "ceiling", "peak"),
             "gateway (HTTP) peak texts/s / bare ORT",
+            cpu=_cpu_series(rounds, "gateway"),
         )
     front = "gateway" if "gateway" in http else tri
     if "naive" in http:
