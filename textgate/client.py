@@ -27,6 +27,7 @@ import numpy as np
 
 from textgate.config import ClientConfig
 from textgate.errors import DependencyError, TritonError, TritonTimeout, TritonUnavailable
+from textgate.triton import GRPC_API_KEY_HEADER
 
 REQUEST_ID_PARAMETER = "textgate_request_id"
 _PROBE_TIMEOUT_S = 1.0
@@ -69,10 +70,19 @@ def _status(exc: Exception) -> str:
 class TritonClient:
     """Async client over one or more Triton gRPC endpoints; use from one event loop."""
 
-    def __init__(self, endpoints: Sequence[str], config: ClientConfig | None = None) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        config: ClientConfig | None = None,
+        *,
+        api_key: str | None = None,
+    ) -> None:
         if not endpoints:
             raise TritonError("no Triton endpoint given", hint="set client.endpoints or --triton")
         self.config = config or ClientConfig()
+        # Triton's restricted model-repository protocol (TritonServer(api_key=...)) refuses
+        # the repository index without this metadata; inference needs none.
+        self.repository_headers = {GRPC_API_KEY_HEADER: api_key} if api_key else {}
         self.endpoints = [Endpoint(url) for url in dict.fromkeys(endpoints)]
         self._next = 0
         self._probe: asyncio.Task[None] | None = None
@@ -230,7 +240,7 @@ class TritonClient:
     async def repository_index(self) -> list[dict[str, Any]]:
         async def call(ep: Endpoint, remaining: float) -> list[dict[str, Any]]:
             data = await self._conn(ep).get_model_repository_index(
-                as_json=True, client_timeout=remaining
+                headers=dict(self.repository_headers), as_json=True, client_timeout=remaining
             )
             return list(data.get("models", []))
 

@@ -34,6 +34,7 @@ import os
 import shutil
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -248,18 +249,23 @@ class HttpControl:
 
     def load_model(self, name: str) -> None:
         try:
-            self._post(f"/v2/repository/models/{name}/load")
+            self._post(f"/v2/repository/models/{_quote(name)}/load")
         except TritonError as exc:
             raise ModelLoadError(name, f"  reason: {exc.message}") from None
 
     def unload_model(self, name: str) -> None:
-        self._post(f"/v2/repository/models/{name}/unload")
+        self._post(f"/v2/repository/models/{_quote(name)}/unload")
 
     def model_states(self) -> dict[str, Any]:
         return {
             e.get("name", ""): _State(e.get("state", ""), e.get("reason", ""))
             for e in self._post("/v2/repository/index")
         }
+
+
+def _quote(name: str) -> str:
+    # A model name from the admin API must not reach another path of Triton's API.
+    return urllib.parse.quote(name, safe="")
 
 
 def http_infer(url: str) -> Infer:

@@ -30,6 +30,7 @@ import sysconfig
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ from textgate.errors import ModelLoadError, TritonError, TritonNotFound, TritonS
 BINARY_ENV = "TEXTGATE_TRITONSERVER"
 SITE_PACKAGES_ENV = "TEXTGATE_SITE_PACKAGES"
 API_KEY_HEADER = "textgate-admin-key"  # header of Triton's restricted model-repository API
+# Triton 2.51's gRPC server expects the key under this prefixed metadata name (its error
+# message says so: "expecting header 'triton-grpc-protocol-<key>'").
+GRPC_API_KEY_HEADER = f"triton-grpc-protocol-{API_KEY_HEADER}"
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
@@ -219,8 +223,8 @@ class TritonServer:
         api_key: str | None = None,
     ) -> None:
         self.repository = Path(repository).resolve()
-        # With a key, Triton's model-repository API (index, load, unload) over HTTP answers
-        # only requests carrying it (--http-restricted-api); this object sends it.
+        # With a key, Triton's model-repository API (index, load, unload) over HTTP and gRPC
+        # answers only requests carrying it (the restricted-API flags); this object sends it.
         self.api_key = api_key
         self.config = config or TritonConfig()
         self.models = list(models) if models is not None else repository_models(self.repository)
@@ -230,6 +234,7 @@ class TritonServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._log_path: Path | None = None
+        self._log_offset = 0  # where this run starts in a (possibly shared) log file
         self._final_log = ""
         self._stopped = False
 
@@ -262,6 +267,11 @@ class TritonServer:
         assert self._log_path is not None
         cmd = [str(inst.binary), *self._args(inst, self._prepare_backends(inst))]
         with open(self._log_path, "ab") as log:
+            # A configured log_file outlives runs: mark where this one starts, so failure
+            # excerpts (log_text) never quote an earlier run's lines for the same model.
+            self._log_offset = log.tell()
+            log.write(f"--- textgate: tritonserver start {time.time():.3f}\n".encode())
+            log.flush()
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -375,8 +385,11 @@ class TritonServer:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
     def log_text(self) -> str:
+        """This run's log (from its start marker on)."""
         if self._log_path is not None and self._log_path.is_file():
-            return self._log_path.read_text(encoding="utf-8", errors="replace")
+            with open(self._log_path, "rb") as fh:
+                fh.seek(self._log_offset)
+                return fh.read().decode("utf-8", errors="replace")
         return self._final_log
 
     def metadata(self) -> dict[str, Any]:
@@ -403,15 +416,50 @@ class TritonServer:
         return states
 
     def load_model(self, name: str) -> None:
-        """Load (or reload) one model; raise ``ModelLoadError`` with Triton's reason."""
+        """Load (or reload) one model; raise ``ModelLoadError`` with Triton's reason.
+
+        A load may take as long as a start (the Python stubs import ONNX Runtime), so it
+        gets ``startup_timeout_s``; a dead server or a load past that is a ``TritonError``.
+        """
         try:
-            self._request("POST", f"/v2/repository/models/{name}/load", {})
+            self._control(name, "load")
         except urllib.error.HTTPError as exc:
             body = exc.read().decode("utf-8", "replace")
             raise ModelLoadError(name, self._excerpt(name, body)) from None
 
     def unload_model(self, name: str) -> None:
-        self._request("POST", f"/v2/repository/models/{name}/unload", {})
+        try:
+            self._control(name, "unload")
+        except urllib.error.HTTPError as exc:
+            body = exc.read().decode("utf-8", "replace")
+            raise TritonError(f"unload of model '{name}' refused: HTTP {exc.code} {body}") from None
+
+    def _control(self, name: str, action: str) -> None:
+        """POST .../{name}/{action}; HTTPError passes through, other failures are named."""
+        timeout = self.config.startup_timeout_s
+        # quote: a name with '/', '?' or '#' must not reach another endpoint of the API.
+        path = f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/{action}"
+        try:
+            self._request("POST", path, {}, timeout=timeout)
+        except urllib.error.HTTPError:
+            raise
+        except TimeoutError:
+            raise TritonError(
+                f"{action} of model '{name}' took longer than {timeout:g} s "
+                "(Triton may still be working on it)",
+                hint=f"raise triton.startup_timeout_s, or read the log: {self._log_path}",
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError):
+                raise TritonError(
+                    f"{action} of model '{name}': no answer within {timeout:g} s"
+                ) from None
+            raise TritonError(
+                f"{action} of model '{name}' failed: tritonserver at {self.http_url} is not "
+                f"reachable ({reason})",
+                hint="is it running? server.check() says whether the process died",
+            ) from None
 
     # --- internals -------------------------------------------------------------------
 
@@ -463,8 +511,11 @@ class TritonServer:
             f"--backend-config=python,shm-region-prefix-name={shm}",
         ]
         if self.api_key:
-            # HTTP only: the gateway reads the repository index over gRPC (loopback-bound).
-            args.append(f"--http-restricted-api=model-repository:{API_KEY_HEADER}={self.api_key}")
+            # Both protocols: repository index, load and unload need the key header (the
+            # gateway's gRPC client and the release control send it).
+            restricted = f"model-repository:{API_KEY_HEADER}={self.api_key}"
+            args.append(f"--http-restricted-api={restricted}")
+            args.append(f"--grpc-restricted-protocol={restricted}")
         if backends is not None:
             args.append(f"--backend-directory={backends}")
         if inst.libs_dir is not None:
@@ -515,13 +566,15 @@ class TritonServer:
         except (urllib.error.URLError, OSError, ValueError):
             return None
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, *, timeout: float = 30.0
+    ) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {API_KEY_HEADER: self.api_key} if self.api_key else {}
         req = urllib.request.Request(
             f"http://{self.http_url}{path}", data=data, method=method, headers=headers
         )
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             text = resp.read().decode("utf-8")
         return json.loads(text) if text else {}
 

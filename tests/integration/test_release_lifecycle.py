@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "t" * 32
 TRITON_KEY = "k" * 32
+GRPC_KEY = "triton-grpc-protocol-textgate-admin-key"  # Triton's gRPC name for the key header
 SLO_P99_MS = 2000.0  # 2 shared cores in CI; the benchmark records the real numbers
 
 
@@ -102,7 +103,28 @@ def test_unauthenticated_caller_cannot_add_promote_load_or_unload(
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=10)
         assert err.value.code in (401, 403), err.value.code
+    _grpc_model_api_needs_the_key(state["endpoints"][0]["endpoint"])
     assert httpx.post(f"{url}/v1/classify/spam", json={"text": "still up"}).status_code == 200
+
+
+def _grpc_model_api_needs_the_key(grpc_url: str) -> None:
+    """Triton's gRPC repository protocol: load, unload and index refused without the key
+    (or with a wrong one); with it the index answers (what the gateway's client sends)."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    client = grpcclient.InferenceServerClient(grpc_url)
+    try:
+        for headers in (None, {GRPC_KEY: "wrong-key"}, {"textgate-admin-key": TRITON_KEY}):
+            for call in (client.unload_model, client.load_model):
+                with pytest.raises(InferenceServerException, match="restricted"):
+                    call("spam_v1", headers=headers)
+            with pytest.raises(InferenceServerException, match="restricted"):
+                client.get_model_repository_index(headers=headers)
+        index = client.get_model_repository_index(headers={GRPC_KEY: TRITON_KEY}, as_json=True)
+        assert any(m["name"] == "spam_v1" and m.get("state") == "READY" for m in index["models"])
+    finally:
+        client.close()
 
 
 def test_damaged_bundle_is_refused_naming_the_file(

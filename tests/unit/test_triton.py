@@ -152,3 +152,90 @@ def test_a_second_stop_signals_no_process_group(
     monkeypatch.setattr(os, "killpg", lambda pgid, sig: killed.append(pgid))
     server.stop()
     assert killed == []
+
+
+def test_restricted_api_covers_http_and_grpc(tmp_path: Path) -> None:
+    server = triton.TritonServer(tmp_path, models=[], api_key="k" * 16)
+    args = server._args(triton.Installation(Path("/bin/true"), "x", None, None, None, None), None)
+    want = f"model-repository:{triton.API_KEY_HEADER}={'k' * 16}"
+    assert f"--http-restricted-api={want}" in args
+    assert f"--grpc-restricted-protocol={want}" in args
+
+
+class _SlowHandler:
+    """A loopback HTTP server that records paths and answers after ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        import contextlib
+        import http.server
+        import threading
+        import time
+
+        self.paths: list[str] = []
+        paths = self.paths
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                paths.append(self.path)
+                time.sleep(delay)
+                with contextlib.suppress(OSError):  # the client gave up: a broken pipe
+                    self.send_response(200)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+
+            def log_message(self, *_a: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _server_on(tmp_path: Path, port: int, timeout_s: float = 5.0) -> triton.TritonServer:
+    server = triton.TritonServer(
+        tmp_path, models=[], config=TritonConfig(startup_timeout_s=timeout_s)
+    )
+    server.http_port = port
+    return server
+
+
+def test_load_and_unload_on_a_dead_server_are_named_errors(tmp_path: Path) -> None:
+    server = _server_on(tmp_path, triton.free_port())  # nothing listens there
+    for call in (server.load_model, server.unload_model):
+        with pytest.raises(TritonError, match=r"of model 'spam' failed: .* not reachable"):
+            call("spam")
+
+
+def test_a_slow_load_is_a_named_timeout_and_names_are_quoted(tmp_path: Path) -> None:
+    slow = _SlowHandler(delay=1.0)
+    try:
+        server = _server_on(tmp_path, slow.port, timeout_s=0.2)
+        with pytest.raises(TritonError, match=r"load of model 'a/b\?c#d'.*0\.2 s"):
+            server.load_model("a/b?c#d")
+        assert slow.paths == ["/v2/repository/models/a%2Fb%3Fc%23d/load"]
+    finally:
+        slow.close()
+
+
+def test_log_text_quotes_only_this_run(tmp_path: Path) -> None:
+    log = tmp_path / "triton.log"
+    log.write_text("E model 'spam' failed in an earlier run\n")
+    binary = _fake_binary(tmp_path, '#!/bin/sh\necho "I this run\'s line"\n')
+    (tmp_path / "repo").mkdir()
+    server = triton.TritonServer(
+        tmp_path / "repo", config=TritonConfig(binary=binary, log_file=log, exit_timeout_s=0)
+    )
+    server.start()
+    try:
+        assert server._proc is not None
+        server._proc.wait(timeout=10)
+        text = server.log_text()
+        assert "this run's line" in text and "earlier run" not in text
+        assert "earlier run" in log.read_text()  # the file keeps its history
+    finally:
+        server.stop()

@@ -144,6 +144,9 @@ class Gateway:
         self.config = config
         self.endpoints_override = list(endpoints)
         self.config_path = config_path
+        # Kept from the start: a reloaded file (which may lack it) must not lock the client
+        # out of Triton's restricted repository index.
+        self.triton_api_key = config.release.triton_api_key
         self.metrics = Metrics()
         self.events = EventSink(getattr(config, "events", None))
         self.service = Service(self.metrics, self.events)
@@ -156,7 +159,7 @@ class Gateway:
         return self.endpoints_override or list(config.client.endpoints)
 
     def _client(self, config: Config) -> TritonClient:
-        return TritonClient(self._endpoints(config), config.client)
+        return TritonClient(self._endpoints(config), config.client, api_key=self.triton_api_key)
 
     def _runtime(self, config: Config, client: TritonClient, router: Router) -> Runtime:
         gw = config.gateway
