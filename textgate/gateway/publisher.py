@@ -134,7 +134,7 @@ class Publisher:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._task
-        self._drop_producer()
+        await self._drop_producer()
 
     async def run(self) -> None:
         attempt = 0
@@ -147,7 +147,7 @@ class Publisher:
             except Exception as exc:  # e.g. KafkaException from the factory
                 # A dead background task would leave the outbox filling up in silence.
                 log.exception("event publisher round failed")
-                self._record_failure(0, [f"{type(exc).__name__}: {exc}"])
+                await self._record_failure(0, [f"{type(exc).__name__}: {exc}"])
                 failed = -1
             if failed:
                 attempt += 1
@@ -173,7 +173,7 @@ class Publisher:
         await self.outbox.release(failed)
         self.stats.published += len(delivered)
         if failed:
-            self._record_failure(len(failed), errors)
+            await self._record_failure(len(failed), errors)
         else:
             self.stats.broker_up = True
         return len(failed)
@@ -203,14 +203,14 @@ class Publisher:
             errors.append(self._fatal)
         return delivered, errors
 
-    def _record_failure(self, count: int, errors: list[str]) -> None:
+    async def _record_failure(self, count: int, errors: list[str]) -> None:
         self.stats.failures += count
         self.stats.broker_up = False
         self.stats.last_error = "; ".join(errors[:3]) or "delivery not confirmed in time"
         log.warning("%d events not published yet: %s", count, self.stats.last_error)
         # A fresh producer (new producer id) after a failed round: a broker that lost its
         # state (restarted empty) rejects the old id forever.
-        self._drop_producer()
+        await self._drop_producer()
 
     def _ensure_producer(self) -> Producer:
         if self._producer is None:
@@ -220,12 +220,18 @@ class Publisher:
             self.stats.producers += 1
         return self._producer
 
-    def _drop_producer(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            with contextlib.suppress(Exception):
-                producer.purge()
-                producer.flush(0)
+    async def _drop_producer(self) -> None:
+        """Purge, flush and destroy the producer in a worker thread, off the event loop.
+
+        librdkafka's flush and rd_kafka_destroy (run when the last reference goes) can
+        block for seconds on a dead broker; the gateway's requests share this loop.
+        """
+        if self._producer is None:
+            return
+        # Handed over in a list that the thread empties: the last reference, and with it
+        # the destroy, dies in the thread rather than in this coroutine's frame.
+        box, self._producer = [self._producer], None
+        await asyncio.to_thread(_dispose, box)
 
     def _on_error(self, err: Any) -> None:
         """librdkafka's error callback (in poll's thread); only fatal errors end a round."""
@@ -241,6 +247,14 @@ class Publisher:
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+def _dispose(box: list[Producer]) -> None:
+    producer = box.pop()
+    with contextlib.suppress(Exception):
+        producer.purge()
+        producer.flush(0)
+    del producer  # the last reference: librdkafka's destroy runs here, in this thread
 
 
 def _reporter(reports: dict[int, str | None], row_id: int) -> Callable[[Any, Any], None]:
