@@ -15,13 +15,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from triton_settings import repo_settings, server_config
 
-from textgate.config import RepositoryConfig, TritonConfig
 from textgate.repository import build
 from textgate.triton import TritonServer
 
 MAX_LENGTH = 64
-MAX_BATCH = 16
 TASKS = {"spam": ("ham", "spam"), "sentiment": ("negative", "positive")}
 
 
@@ -60,21 +59,6 @@ def tiny_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         export_bundle(ckpt, root / task, variants=())
         out[task] = root / task
     return out
-
-
-def server_config(**overrides: object) -> TritonConfig:
-    base: dict[str, object] = {
-        "http_port": 0,
-        "grpc_port": 0,
-        "metrics_port": 0,
-        "exit_timeout_s": 2,
-        "startup_timeout_s": 120.0,
-    }
-    return TritonConfig(**{**base, **overrides})  # type: ignore[arg-type]
-
-
-def repo_settings(**overrides: object) -> RepositoryConfig:
-    return RepositoryConfig(max_batch_size=MAX_BATCH, **overrides)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ STRICT = {
 def triton(
     tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServer]:
-    from conftest import server_config
+    from triton_settings import server_config
 
     repo = two_variant_repo(tiny_bundles, tmp_path_factory.mktemp("gateway"))
     server = TritonServer(repo, config=server_config())

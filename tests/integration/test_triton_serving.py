@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from triton_settings import MAX_BATCH
 
 from textgate.config import RepositoryConfig, TritonConfig
 from textgate.errors import ModelLoadError, TritonStartError
@@ -23,7 +24,7 @@ grpcclient = pytest.importorskip("tritonclient.grpc")
 InferenceServerException = pytest.importorskip("tritonclient.utils").InferenceServerException
 
 MAX_LENGTH = 64  # as the tiny bundles in conftest.py
-MAX_BATCH = 16  # as repo_settings() in conftest.py
+
 TASKS = {"spam": ("ham", "spam"), "sentiment": ("negative", "positive")}
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow, pytest.mark.timeout(300)]
