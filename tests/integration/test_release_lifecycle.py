@@ -127,6 +127,52 @@ def _grpc_model_api_needs_the_key(grpc_url: str) -> None:
         client.close()
 
 
+def _versions(url: str) -> dict[int, str]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    rows = httpx.get(f"{url}/admin/release/versions", headers=headers).json()["versions"]
+    return {r["version"]: r["state"] for r in rows}
+
+
+def test_canary_by_sender_follows_the_mail_from_address(
+    served: tuple[str, Path], tiny_bundles: dict[str, Path]
+) -> None:
+    from textgate.release import bucket
+
+    url, _root = served
+    if "standby" not in _versions(url).values():
+        _admin(url, "release/add", {"bundle": str(tiny_bundles["spam"]), "task": "spam"})
+    states = _versions(url)
+    serving = next(v for v, s in states.items() if s == "serving")
+    cand = next(v for v, s in states.items() if s == "standby")
+    # Two senders on each side of a 50 % canary; < 20 requests: the watch never judges.
+    senders = [f"user{i}@example.com" for i in range(40)]
+    picked = [a for a in senders if bucket("spam", a) < 50][:2]
+    picked += [a for a in senders if bucket("spam", a) >= 50][:2]
+    r = _admin(url, "release/canary", {"task": "spam", "percent": 50, "key": "sender"})
+    assert r.status_code == 200, r.text
+    try:
+        for addr in picked:
+            want = str(cand if bucket("spam", addr) < 50 else serving)
+            mail = f"From: Someone <{addr.upper()}>\r\nSubject: hi\r\n\r\nsee you at 5\r\n"
+            for x_sender in ("nobody@else.org", f"x-{addr}"):  # the From address wins
+                got = httpx.post(
+                    f"{url}/v1/classify/spam",
+                    content=mail.encode(),
+                    headers={"content-type": "message/rfc822", "X-Sender": x_sender},
+                ).json()["results"][0]
+                assert got["normalization"]["sender"] == addr
+                assert got["model"]["version"] == want, (addr, x_sender, got["model"])
+        # JSON text: the X-Sender header is the key
+        for addr in picked[1:3]:
+            want = str(cand if bucket("spam", addr) < 50 else serving)
+            got = httpx.post(
+                f"{url}/v1/classify/spam", json={"text": "hello"}, headers={"X-Sender": addr}
+            ).json()["results"][0]
+            assert got["model"]["version"] == want
+    finally:
+        assert _admin(url, "release/standby", {"task": "spam"}).status_code == 200
+
+
 def test_damaged_bundle_is_refused_naming_the_file(
     served: tuple[str, Path], tiny_bundles: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
+from email.utils import parseaddr
 from html.parser import HTMLParser
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -44,6 +45,7 @@ CountFn = Callable[[str], int]
 # header parser is superlinear in parameters (~0.25 s for 10 kB), so refuse before parsing.
 _MAX_STRUCTURED_HEADER = 4096
 _STRUCTURED = ("content-type", "content-disposition", "content-transfer-encoding")
+_MAX_ADDRESS = 320  # RFC 3696: 64 (local part) + 1 + 255 (domain)
 
 # Defects after which the part boundaries (and so the text) are guesses.
 _FATAL_DEFECTS = frozenset(
@@ -147,6 +149,7 @@ class NormalizeNotes:
     link_domains: tuple[str, ...] = ()
     controls_removed: int = 0  # NUL and other control characters dropped
     defects: tuple[str, ...] = ()  # tolerated MIME defects (stdlib class names)
+    sender: str | None = None  # the message's From address (lower case); None for text
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: tuples become lists."""
@@ -202,7 +205,23 @@ def normalize_email(
         raise MessageTooComplex(
             "nested too deeply to parse", field="message", reason="too_deep"
         ) from exc
-    return _finish(text, settings, count, field="message", notes=extracted.notes())
+    notes = {**extracted.notes(), "sender": sender_address(message)}
+    return _finish(text, settings, count, field="message", notes=notes)
+
+
+def sender_address(message: Message) -> str | None:
+    """The top-level From address, lower-cased: the canary's ``sender`` key.
+
+    Read from the raw header (``parseaddr`` never raises, unlike the policy's parsed
+    header on odd input); 8-bit bytes are decoded with replacement so JSON can carry it.
+    """
+    raw = next((v for k, v in message.raw_items() if k.lower() == "from"), None)
+    if raw is None:
+        return None
+    addr = parseaddr(" ".join(str(raw).split()))[1]
+    if _has_surrogates(addr):
+        addr = addr.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return addr.strip().lower()[:_MAX_ADDRESS] or None
 
 
 def split_long(text: str, settings: NormalizeSettings, count: CountFn | None = None) -> list[str]:

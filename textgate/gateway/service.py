@@ -40,7 +40,9 @@ class Runtime:
 class Context:
     request_id: str
     tenant: str | None = None
-    sender: str | None = None  # a canary key (X-Sender); tenant and request id are the others
+    # A canary key: a raw e-mail's From address, else the X-Sender header (tenant and
+    # request id are the other keys).
+    sender: str | None = None
     headers: dict[str, str] = field(default_factory=dict)  # passed on to Triton
     timings_ms: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
@@ -69,10 +71,12 @@ class Service:
     async def classify(
         self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
     ) -> list[dict[str, Any]]:
-        route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
+        rt.router.route(task)  # an unknown task is a 404 before any input is parsed
         t = time.perf_counter()
         items = [self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
         ctx.timings_ms["normalize"] = _ms(t)
+        ctx.sender = _sender(raw, items) or ctx.sender
+        route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
         async with rt.limiter.slot() as waited:
             ctx.timings_ms["queue"] = round(waited * 1000.0, 3)
             t = time.perf_counter()
@@ -247,6 +251,13 @@ class Service:
             "timings_ms": dict(ctx.timings_ms),
             "normalization": item.notes,
         }
+
+
+def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None:
+    """A raw e-mail's From address (normalize's ``sender`` note): it wins over X-Sender."""
+    if raw and isinstance(raw[0], bytes):
+        return items[0].notes.get("sender") or None
+    return None
 
 
 def _label(labels: Sequence[str], probs: Sequence[float]) -> str:

@@ -518,3 +518,29 @@ def test_fuzz_html_and_text(text: str) -> None:
     html_to_text(text)
     with contextlib.suppress(InputError):
         normalize_text(text, DEFAULT)
+
+
+# --- the sender note (the canary's `sender` key) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "want"),
+    [
+        (b"From: Alice Example <Alice@Example.COM>\r\n", "alice@example.com"),
+        (b"From: bob@example.org (Bob)\r\n", "bob@example.org"),
+        (b"From:\r\n =?utf-8?q?J=C3=BCrgen?= <j@example.de>\r\n", "j@example.de"),
+        (b"From: \xe4\xf6 <caf\xc3\xa9@example.fr>\r\n", "caf\u00e9@example.fr"),
+        (b"From: not an address at all <\r\n", None),
+        (b"", None),
+    ],
+)
+def test_sender_is_the_from_address(header: bytes, want: str | None) -> None:
+    raw = header + b"Subject: hi\r\n\r\nhello\r\n"
+    sender = normalize_email(raw, DEFAULT).notes.sender
+    assert sender == want
+    assert sender is None or sender.encode("utf-8")  # JSON-safe: no lone surrogates
+
+
+def test_text_has_no_sender() -> None:
+    assert normalize_text("hello", DEFAULT).notes.sender is None
+    assert normalize_text("hello", DEFAULT).notes.as_dict()["sender"] is None
