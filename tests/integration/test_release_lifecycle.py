@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import shutil
 import sys
 import urllib.error
@@ -78,6 +79,20 @@ def test_switches_under_load_fail_no_request(served: tuple[str, Path], tmp_path:
     assert all(v["load"] == "READY" for v in versions)
     r = httpx.post(f"{url}/v1/classify/spam", json={"text": "hello"}).json()
     assert r["results"][0]["model"] == {"name": "spam_v1", "version": "1", "variant": "fp32"}
+    switches = [(e["op"], e["serving"], e["previous_serving"]) for e in _release_events(root)]
+    assert switches[-2:] == [("promote", 2, 1), ("rollback", 1, 2)], switches
+
+
+def _release_events(root: Path) -> list[dict[str, Any]]:
+    """Release switches in the gateway's outbox (textgate.release-event/1)."""
+    from textgate.gateway.events import RELEASE_EVENT_SCHEMA, RELEASE_SCHEMA_ID
+    from textgate.gateway.outbox import read_rows
+
+    events = [json.loads(r.payload) for r in read_rows(root / "events.sqlite3")]
+    out = [e for e in events if e["schema"] == RELEASE_SCHEMA_ID]
+    for e in out:
+        assert set(RELEASE_EVENT_SCHEMA["required"]) <= set(e), e
+    return out
 
 
 def test_unauthenticated_caller_cannot_add_promote_load_or_unload(
@@ -222,3 +237,5 @@ def test_canary_of_a_broken_version_is_rolled_back(
     lines = [line for line in metrics.splitlines() if line.startswith("textgate_release_")]
     rolled = [x for x in lines if x.startswith("textgate_release_auto_rollbacks_total")]
     assert rolled and float(rolled[0].split()[-1]) >= 1, lines
+    auto = [e for e in _release_events(_root) if e["op"] == "auto-rollback"]
+    assert auto and auto[-1]["version"] == version and "automatic rollback" in auto[-1]["reason"]

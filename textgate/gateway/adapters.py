@@ -23,9 +23,11 @@ except ImportError:  # pragma: no cover - the normalization module ships with th
 
 try:
     from textgate.gateway.events import Event as _Event
+    from textgate.gateway.events import ReleaseEvent as _ReleaseEvent
     from textgate.gateway.outbox import Outbox as _Outbox
 except ImportError:  # pragma: no cover - the events modules ship with the gateway
     _Event = None  # type: ignore[assignment,misc]
+    _ReleaseEvent = None  # type: ignore[assignment,misc]
     _Outbox = None  # type: ignore[assignment,misc]
 
 
@@ -114,6 +116,12 @@ class EventSink:
             return
         store = bool(getattr(self.config, "store_text", False))
         await self.outbox.put(_Event.of(text=text, store_text=store, **fields))
+
+    async def put_release(self, **fields: Any) -> None:
+        """A release switch (``textgate.release-event/1``) into the same outbox."""
+        if self.outbox is None or _ReleaseEvent is None:
+            return
+        await self.outbox.put(_ReleaseEvent(**fields))
 
     def depth(self) -> int:
         return int(self.outbox.depth()) if self.outbox is not None else 0

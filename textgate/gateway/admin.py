@@ -157,12 +157,34 @@ class ReleaseHook(release.StateView):
             if why is None:
                 continue
             reason = f"automatic rollback of canary v{t['candidate']}: {why}"
-            await asyncio.to_thread(self.manager.standby, task, reason)
+            after = await asyncio.to_thread(self.manager.standby, task, reason)
             watch.reset()
             self.auto_rollbacks.labels(task).inc()
             logs.event("release canary rolled back", logging.WARNING, task=task, reason=reason)
+            await self.emit(task, "auto-rollback", after)
             stopped.append(task)
         return stopped
+
+    async def emit(self, task: str, op: str, t: dict[str, Any]) -> None:
+        """The switch's event into the outbox, from the history entry it committed.
+
+        The switch has happened whatever the outbox says: a full or broken outbox is
+        logged, never turned into a failed operation.
+        """
+        last = (t.get("history") or [{}])[-1]
+        try:
+            await self.gateway.events.put_release(
+                request_id=f"release/{task}/{last.get('seq')}",
+                task=task,
+                op=op,
+                version=int(last.get("version", t["serving"])),
+                serving=int(t["serving"]),
+                previous_serving=last.get("previous"),
+                reason=str(last.get("reason", "")),
+                forced=bool(last.get("forced", False)),
+            )
+        except TextgateError as exc:
+            logs.event("release event not stored", logging.WARNING, task=task, error=exc.message)
 
 
 def release_hook(config: Config, gateway: Gateway) -> ReleaseHook | None:
@@ -298,16 +320,21 @@ async def compare(body: CompareBody, request: Request) -> dict[str, Any]:
 
 @router.post("/release/promote", summary="Candidate -> serving (gate, or force + reason)")
 async def promote(body: PromoteBody, request: Request) -> dict[str, Any]:
-    m = _hook(request).manager
-    return dict(
+    hook = _hook(request)
+    m = hook.manager
+    t = dict(
         await _run(request, "promote", m.promote, body.task, force=body.force, reason=body.reason)
     )
+    await hook.emit(body.task, "promote", t)
+    return t
 
 
 @router.post("/release/rollback", summary="Back to the previous serving version")
 async def rollback(body: TaskBody, request: Request) -> dict[str, Any]:
-    m = _hook(request).manager
-    return dict(await _run(request, "rollback", m.rollback, body.task, reason=body.reason))
+    hook = _hook(request)
+    t = dict(await _run(request, "rollback", hook.manager.rollback, body.task, reason=body.reason))
+    await hook.emit(body.task, "rollback", t)
+    return t
 
 
 @router.post("/release/gc", summary="Delete the files of retired versions")

@@ -1,9 +1,13 @@
-"""The classification event: one per classified text, versioned, JSON on the wire.
+"""The events: one per classified text, one per release switch; versioned, JSON on the wire.
 
 The gateway builds an ``Event`` per classification, the ``Outbox`` stores its JSON, the
 ``Publisher`` sends that JSON to Kafka keyed by ``request_id`` (the dedup key for consumers).
 ``EVENT_SCHEMA`` is the JSON Schema of ``Event.to_dict()``; a new incompatible field means a
 new ``schema`` value (``textgate.event/2``), never a silent change.
+
+A promote, rollback or automatic canary rollback is a ``ReleaseEvent`` on the same outbox and
+topic under its own schema id, ``textgate.release-event/1`` (``RELEASE_EVENT_SCHEMA``): a
+``textgate.event/1`` consumer tells them apart by ``schema`` and its events are unchanged.
 """
 
 from __future__ import annotations
@@ -56,6 +60,37 @@ EVENT_SCHEMA: dict[str, Any] = {
 }
 
 
+RELEASE_SCHEMA_ID = "textgate.release-event/1"
+
+RELEASE_EVENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": RELEASE_SCHEMA_ID,
+    "title": "textgate release event (promote, rollback, automatic canary rollback)",
+    "type": "object",
+    "required": ["schema", "request_id", "time", "task", "op", "version", "serving", "reason"],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"const": RELEASE_SCHEMA_ID},
+        "request_id": {
+            "type": "string",
+            "description": "the dedup key: release/<task>/<state sequence number>",
+        },
+        "time": {"type": "number"},
+        "task": {"type": "string"},
+        "op": {"enum": ["promote", "rollback", "auto-rollback"]},
+        "version": {
+            "type": "integer",
+            "description": "promote/rollback: the version now serving; auto-rollback: the "
+            "canary version stopped",
+        },
+        "serving": {"type": "integer", "description": "the version serving after the op"},
+        "previous_serving": {"type": ["integer", "null"], "description": "serving before"},
+        "reason": {"type": "string"},
+        "forced": {"type": "boolean", "description": "a promote past a failed gate"},
+    },
+}
+
+
 def text_hash(text: str) -> str:
     """SHA-256 of the UTF-8 text: lets consumers join and count texts without holding them."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -100,3 +135,25 @@ class Event:
     @classmethod
     def from_json(cls, raw: str | bytes) -> Event:
         return cls(**json.loads(raw))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseEvent:
+    """One release switch, as stored in the outbox and published beside classifications."""
+
+    request_id: str
+    task: str
+    op: str  # promote | rollback | auto-rollback
+    version: int
+    serving: int
+    previous_serving: int | None = None
+    reason: str = ""
+    forced: bool = False
+    time: float = field(default_factory=time.time)
+    schema: str = RELEASE_SCHEMA_ID
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)

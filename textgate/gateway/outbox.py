@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from textgate.errors import OutboxError, OutboxFull
-from textgate.gateway.events import Event
+from textgate.gateway.events import Event, ReleaseEvent
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
@@ -140,7 +140,7 @@ class Outbox:
 
     # --- public API (async for the gateway, *_sync for threads and tools) --------------
 
-    async def put(self, event: Event) -> bool:
+    async def put(self, event: Event | ReleaseEvent) -> bool:
         """Store ``event`` durably; False when its request id is already stored.
 
         Raises ``OutboxFull`` at the bound (after ``block_timeout_s`` with ``block``).
@@ -154,7 +154,7 @@ class Outbox:
                     raise
                 await asyncio.sleep(0.01)  # the publisher acks in batches; poll for room
 
-    def put_sync(self, event: Event) -> bool:
+    def put_sync(self, event: Event | ReleaseEvent) -> bool:
         """``put`` for code outside an event loop (reject policy only)."""
         return self._call(self._put_fn(event))
 
@@ -351,7 +351,7 @@ class Outbox:
 
     # --- operations (run inside the writer's transaction) --------------------------------
 
-    def _put_fn(self, event: Event) -> Callable[[sqlite3.Connection], bool]:
+    def _put_fn(self, event: Event | ReleaseEvent) -> Callable[[sqlite3.Connection], bool]:
         payload = event.to_json()  # serialized by the caller, outside the writer thread
         return lambda conn: self._put(conn, event.request_id, event.time, payload)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
@@ -50,6 +51,28 @@ def test_event_json_matches_its_schema_and_round_trips() -> None:
     assert Event.from_json(e.to_json()) == e
     fields = {k: v for k, v in data.items() if k not in ("text", "text_sha256")}
     assert Event.of(text="hi", store_text=True, **fields).text == "hi"
+
+
+def test_release_event_has_its_own_schema_beside_event_1(tmp_path: Path) -> None:
+    from textgate.gateway.events import RELEASE_EVENT_SCHEMA, RELEASE_SCHEMA_ID, ReleaseEvent
+
+    e = ReleaseEvent(request_id="release/spam/7", task="spam", op="promote", version=2,
+                     serving=2, previous_serving=1, reason="gate passed")  # fmt: skip
+    data = json.loads(e.to_json())
+    assert data["schema"] == RELEASE_SCHEMA_ID == RELEASE_EVENT_SCHEMA["$id"] != SCHEMA_ID
+    props = RELEASE_EVENT_SCHEMA["properties"]
+    assert set(RELEASE_EVENT_SCHEMA["required"]) <= set(data) <= set(props)
+    assert data["op"] in props["op"]["enum"]
+    # the classification event's schema is untouched: no field was added to textgate.event/1
+    assert "op" not in EVENT_SCHEMA["properties"] and EVENT_SCHEMA["$id"] == "textgate.event/1"
+
+    async def store() -> None:
+        with Outbox(tmp_path / "o.db", publishing=False) as ob:
+            assert await ob.put(e) and not await ob.put(e)  # dedup by the same key
+
+    run(store())
+    rows = read_rows(tmp_path / "o.db")
+    assert [json.loads(r.payload) for r in rows] == [data]
 
 
 def test_event_needs_a_request_id() -> None:
