@@ -77,7 +77,21 @@ class ReleaseHook(release.StateView):
         )  # fmt: skip
 
     async def start(self) -> None:
+        await self.reconcile()
         self._monitor = asyncio.create_task(self._watch_loop(), name="release-watch")
+
+    async def reconcile(self) -> None:
+        """Make Triton match the state before routes are discovered (docs/lifecycle.md):
+        a restarted Triton may lack a live version, a crash may have left a retired one."""
+        if self.manager.control is None:
+            return
+        try:
+            done = await asyncio.to_thread(self.manager.reconcile)
+        except TextgateError as exc:  # serving what Triton has beats not starting at all
+            logs.event("release reconcile failed", logging.WARNING, error=exc.message)
+            return
+        if done["loaded"] or done["unloaded"]:
+            logs.event("release state reconciled", loaded=done["loaded"], unloaded=done["unloaded"])
 
     async def stop(self) -> None:
         if self._monitor is not None:

@@ -1,10 +1,15 @@
 """``textgate serve``: the gateway on uvicorn, with embedded Triton unless endpoints are given.
 
-With no Triton endpoint (``--triton`` or ``client.endpoints``) the repository is built from
-the bundles (default: the spam bundle of ``textgate build``, cached) into a cache directory
-keyed by the bundles' hashes, the repository settings and the builder's code, and served by
-the embedded ``tritonserver`` on free ports. The fp32 variant is served beside the fast one
-(``repository.rescore_variant: fp32``) so the re-score works out of the box.
+With no Triton endpoint (``--triton`` or ``client.endpoints``) the gateway serves a
+release-managed repository (docs/lifecycle.md) on the embedded ``tritonserver``:
+``release.repository`` when configured, else one per set of initial bundles in the cache.
+A task the repository does not hold yet is added from its bundle (default: the spam bundle of
+``textgate build``, cached) as release v1; after that the repository's state decides which
+version serves, so versions added, promoted or rolled back through the admin API survive a
+restart. Triton starts on free ports with the versions that are not retired, its model API
+restricted to a key made for this run, which the gateway's release control and client hold.
+The fp32 variant is built beside the fast one (``repository.rescore_variant: fp32``) so the
+re-score works out of the box.
 """
 
 from __future__ import annotations
@@ -12,14 +17,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textgate import bundle
 from textgate.config import Config, RepositoryConfig
+from textgate.errors import BundleError
 from textgate.gateway import logs
+from textgate.release import Releases
 from textgate.triton import TritonServer
 
 DEFAULT_TASK = "spam"
@@ -47,33 +53,43 @@ def repository_settings(config: Config) -> RepositoryConfig:
     return repo
 
 
-def repository_key(bundles: Sequence[Path], settings: RepositoryConfig) -> str:
-    code = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1] / "repository"
-    for file in sorted(root.rglob("*.py")):
-        code.update(file.read_bytes())
-    inputs = {
-        "bundles": [bundle.read_manifest(b)["files"] for b in bundles],
-        "settings": dataclasses.asdict(settings),
-        "code": code.hexdigest(),
-    }
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+def release_repository(config: Config, bundles: Sequence[Path]) -> Path:
+    """``release.repository``, else a cache directory keyed by the initial bundles' files.
+
+    Not keyed by settings or builder code (unlike a plain build cache): the repository holds
+    state — versions added later, which one serves — that a restart must find again.
+    """
+    if config.release.repository is not None:
+        return config.release.repository
+    files = [bundle.read_manifest(b)["files"] for b in bundles]
+    key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return cache_dir() / "releases" / key[:16]
 
 
-def cached_repository(bundles: Sequence[Path], settings: RepositoryConfig) -> Path:
-    """Build the repository once per (bundles, settings, builder code); reuse it after."""
-    from textgate.repository import build
+def open_releases(
+    config: Config, bundles: Sequence[Path], log: Callable[[str], None] = lambda _m: None
+) -> Releases:
+    """The embedded server's release repository, every bundle's task released (v1 if new)."""
+    repo = release_repository(config, bundles)
+    # No model control yet: Triton is not running; it starts with loadable() afterwards.
+    releases = Releases(repo, config.release, repository=repository_settings(config))
+    for source in bundles:
+        task = str(bundle.read_manifest(source).get("task") or "")
+        if not task:
+            raise BundleError(f"{source}: the manifest names no task", file=bundle.MANIFEST)
+        if task in releases.state["tasks"]:
+            continue  # released already: the state, not the bundle, says what serves
+        log(f"adding {source} as release v1 of '{task}' in {repo}")
+        releases.add(source, task)
+    return releases
 
-    out = cache_dir() / "repositories" / repository_key(bundles, settings)[:16]
-    if (out / ".complete").is_file():
-        return out
-    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    build(list(bundles), tmp, settings)
-    (tmp / ".complete").write_text("ok\n", encoding="utf-8")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
-    return out
+
+def embedded_config(config: Config, repo: Path, triton_http: str, api_key: str) -> Config:
+    """The config the gateway runs with: releases on, pointed at the embedded server."""
+    release = dataclasses.replace(
+        config.release, repository=repo, triton_http=triton_http, triton_api_key=api_key
+    )
+    return dataclasses.replace(config, release=release)
 
 
 def run(
@@ -92,13 +108,17 @@ def run(
     endpoints = list(endpoints) or list(config.client.endpoints)
     if endpoints:
         return _serve(config, config_path, host, port, endpoints, on_ready)
-    sources = list(bundles) or default_bundles(log)
-    repo = cached_repository(sources, repository_settings(config))
+    releases = open_releases(config, list(bundles) or default_bundles(log), log)
     triton_cfg = dataclasses.replace(config.triton, http_port=0, grpc_port=0, metrics_port=0)
-    log(f"starting embedded tritonserver on {repo}")
-    with TritonServer(repo, config=triton_cfg) as server:
+    # A key per run: Triton's model API (HTTP and gRPC) answers only this process.
+    key = secrets.token_hex(16)
+    log(f"starting embedded tritonserver on release repository {releases.repo}")
+    with TritonServer(
+        releases.repo, models=releases.loadable(), config=triton_cfg, api_key=key
+    ) as server:
         log(f"tritonserver ready: grpc {server.grpc_url}, metrics {server.metrics_url}")
-        return _serve(config, config_path, host, port, [server.grpc_url], on_ready)
+        served = embedded_config(config, releases.repo, server.http_url, key)
+        return _serve(served, config_path, host, port, [server.grpc_url], on_ready)
 
 
 def _serve(
