@@ -618,7 +618,7 @@ def _fit(
             if deadline.passed():
                 history.stopped = "time_budget"
                 break
-            if epoch - history.best_epoch >= opts.patience:
+            if epoch < epochs and epoch - history.best_epoch >= opts.patience:
                 history.stopped = "early_stopping"
                 break
     if best_state is not None:
