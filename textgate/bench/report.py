@@ -229,8 +229,20 @@ def _batch_sizes(after: dict[str, Any], before: dict[str, Any]) -> dict[int, int
 
 
 def write_json(data: Any, path: Path) -> None:
+    """Strict JSON: NaN (no sample, no ratio) is written as null."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+    text = json.dumps(_finite(data), indent=2, default=_jsonable, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:
