@@ -955,6 +955,14 @@ def _print_events(rows: Sequence[Any], as_json: bool) -> int:
             print(json.dumps(event | extra, ensure_ascii=False), flush=True)
             continue
         state = "published" if row.published_at else "waiting"
+        if str(event.get("schema", "")).startswith("textgate.release-event/"):
+            line = (
+                f"{_iso(event.get('time'))}  {event.get('request_id')}  {event.get('task')}  "
+                f"{event.get('op')} v{event.get('version')} (serving v{event.get('serving')})"
+                f"  {event.get('reason', '')}  {state}"
+            )
+            out.print(escape(line), highlight=False, soft_wrap=True)
+            continue
         model = f"{event.get('model')}@{event.get('model_version')}/{event.get('variant')}"
         score = float(event.get("score", float("nan")))
         line = (

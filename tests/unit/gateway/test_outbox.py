@@ -73,6 +73,20 @@ def test_release_event_has_its_own_schema_beside_event_1(tmp_path: Path) -> None
     run(store())
     rows = read_rows(tmp_path / "o.db")
     assert [json.loads(r.payload) for r in rows] == [data]
+    import subprocess
+    import sys
+
+    tail = [
+        sys.executable,
+        "-m",
+        "textgate.cli",
+        "events",
+        "tail",
+        "--outbox",
+        str(tmp_path / "o.db"),
+    ]
+    shown = subprocess.run(tail, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "release/spam/7  spam  promote v2 (serving v2)  gate passed" in shown
 
 
 def test_event_needs_a_request_id() -> None:
