@@ -67,7 +67,9 @@ async def step(
     probe.start()
     before = await _stats(watch)
     sampler = asyncio.create_task(_sample(probe))
-    bar, task_id = report.progress_bar(plan.max_requests, _label(plan, rate))
+    # Open loop knows roughly how many requests it will send; closed loop does not.
+    expected = min(plan.max_requests, round(rate * plan.duration_s)) if rate else None
+    bar, task_id = report.progress_bar(expected, _label(plan, rate))
     tick = (lambda: bar.advance(task_id)) if progress else None
     try:
         with bar if progress else contextlib.nullcontext():

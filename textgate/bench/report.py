@@ -277,7 +277,7 @@ def plot_load(steps: Sequence[dict[str, Any]], path: Path, title: str = "") -> P
     return path
 
 
-def progress_bar(total: int, label: str) -> Any:
+def progress_bar(total: int | None, label: str) -> Any:
     """A rich progress bar on stderr; ``advance()`` once per finished request."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
