@@ -51,7 +51,10 @@ def _model(kind: str, tokenizer: Any) -> Any:
     )
 
     torch.manual_seed(0)
-    labels: dict[str, Any] = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
+    labels: dict[str, Any] = {
+        "id2label": dict(enumerate(LABELS)),
+        "label2id": {n: i for i, n in enumerate(LABELS)},
+    }
     if kind == "bert":
         cfg: Any = BertConfig(
             vocab_size=tokenizer.vocab_size,

@@ -187,9 +187,7 @@ class ClientConfig:
         _require(self.reconnect_backoff_ms >= 100, "reconnect_backoff_ms", "must be >= 100")
         for i, url in enumerate(self.endpoints):
             host, _, port = url.rpartition(":")
-            _require(
-                bool(host) and port.isdigit(), f"endpoints[{i}]", f"{url!r} is not host:port"
-            )
+            _require(bool(host) and port.isdigit(), f"endpoints[{i}]", f"{url!r} is not host:port")
 
 
 # --- gateway ------------------------------------------------------------------------------
@@ -228,9 +226,7 @@ class GatewayConfig:
             "admin_token",
             "must be at least 16 characters (or null to disable the admin endpoint)",
         )
-        _require(
-            0 < self.replay_disagreement <= 1, "replay_disagreement", "must be within (0, 1]"
-        )
+        _require(0 < self.replay_disagreement <= 1, "replay_disagreement", "must be within (0, 1]")
 
 
 # --- policy -------------------------------------------------------------------------------

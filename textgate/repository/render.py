@@ -153,9 +153,7 @@ def ensemble_config(task: TaskSpec, spec: RepositorySpec) -> Any:
 def precise_configs(task: TaskSpec, spec: RepositorySpec) -> dict[str, Any]:
     """<task>_model_fp32 and the ensemble <task>_fp32: the same steps around the fp32 file."""
     assert task.precise_variant and task.precise_file
-    precise = dataclasses.replace(
-        task, variant=task.precise_variant, model_file=task.precise_file
-    )
+    precise = dataclasses.replace(task, variant=task.precise_variant, model_file=task.precise_file)
     if spec.fused:
         model = fused_config(precise, spec.settings)
     elif spec.target == "embedded":
