@@ -447,7 +447,13 @@ class Config:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError("<file>", f"cannot read {path}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                "<file>",
+                f"{path} is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+                hint="save the config file as UTF-8",
+            ) from None
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
             raise ConfigError("<file>", f"{path} is not valid YAML: {exc}") from exc
         if data is not None and not isinstance(data, dict):
             raise ConfigError("<file>", f"{path} must hold a mapping of sections")

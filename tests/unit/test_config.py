@@ -97,3 +97,17 @@ def test_sections_are_frozen_and_keyword_only() -> None:
 def test_to_dict_round_trips() -> None:
     cfg = Config.from_dict({"repository": {"bucket_lengths": [8, 16]}})
     assert Config.from_dict(cfg.to_dict()) == cfg
+
+
+def test_config_file_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    bad = tmp_path / "textgate.yaml"
+    bad.write_bytes(b"gateway:\n  port: 80\xff\n")
+    with pytest.raises(ConfigError, match="not UTF-8.*offset 19"):
+        Config.from_file(bad)
+
+
+def test_config_file_with_hostile_nesting_is_a_config_error(tmp_path: Path) -> None:
+    bad = tmp_path / "textgate.yaml"
+    bad.write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(ConfigError):
+        Config.from_file(bad)
