@@ -1093,6 +1093,11 @@ def _release_offline(args: argparse.Namespace) -> Any:
     repo = args.repo or config.release.repository
     if repo is None:
         raise errors.ConfigError("release.repository", "no repository: pass --repo or --url")
+    if args.release_command != "add" and not (Path(repo) / release.STATE_DIR).is_dir():
+        raise errors.ReleaseError(
+            f"{repo} holds no releases",
+            hint="check --repo; `textgate release add REPO BUNDLE --task T` starts one",
+        )
     triton = args.triton or config.release.triton_http
     control = release.HttpControl(triton, config.release.triton_api_key) if triton else None
     rel = release.Releases(repo, config.release, repository=config.repository, control=control)

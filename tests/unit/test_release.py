@@ -370,3 +370,11 @@ def test_cli_offline_add_list_promote(tmp_path: Path, capsys: pytest.CaptureFixt
     (bad / "model.onnx").write_bytes(b"x")
     assert main(["release", "add", str(repo), str(bad), "--task", "spam"]) == 6
     assert "model.onnx" in capsys.readouterr().err
+
+
+def test_cli_read_only_ops_refuse_a_path_without_releases(tmp_path: Path) -> None:
+    from textgate import cli
+
+    missing = tmp_path / "nowhere"
+    assert cli.main(["release", "list", "--repo", str(missing)]) == 13
+    assert not missing.exists()  # looking never creates a repository
