@@ -1,8 +1,10 @@
 """``textgate build``: train → export → variants → verify, cached by input hash.
 
-The cache key covers everything that decides the bundle's bytes: the cleaned data (its
-hash), the base model, the resolved training and export options, and textgate's own build
-code. Same inputs → the verified bundle from the cache, in seconds; any change → a new build.
+Each stage is cached under the hash of everything that decides its output: the checkpoint
+under the cleaned data's hash, the base model's files, the resolved training options and
+the training code; the bundle under the checkpoint's key, the export options and the export
+code. Same inputs → the verified bundle from the cache, in seconds; any change → only the
+stages it touches run again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 from textgate import bundle, data
 from textgate.errors import BundleError
 
-BUILD_CODE = ("data.py", "sources.py", "train.py", "metrics.py", "bundle.py", "export")
+# The source files whose change alters each stage's output.
+TRAIN_CODE = ("data.py", "sources.py", "train.py", "metrics.py")
+EXPORT_CODE = ("bundle.py", "metrics.py", "export")
 
 
 def builds_dir() -> Path:
@@ -31,11 +35,11 @@ def builds_dir() -> Path:
     return Path(base) / "textgate" / "builds"
 
 
-def code_hash() -> str:
-    """SHA-256 over the build path's source files: changed code never reuses old bundles."""
+def code_hash(names: tuple[str, ...]) -> str:
+    """SHA-256 over source files: changed code never reuses what older code made."""
     root = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in BUILD_CODE:
+    for name in names:
         path = root / name
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
         for file in files:
@@ -53,24 +57,34 @@ def base_hash(base_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def build_key(task: str, table: data.Table, train_options: Any, export_options: dict) -> str:
+def _digest(inputs: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def train_key(task: str, table: data.Table, train_options: Any) -> str:
+    """Everything that decides the checkpoint: data, base weights, options, training code."""
     from textgate import train
 
     base_dir, base_name = train.resolve_base(None)
-    inputs = {
-        "task": task,
-        "data_hash": table.data_hash(),
-        "base": base_name,
-        "base_files": base_hash(base_dir),
-        "train": {
-            k: v
-            for k, v in asdict(train_options.resolved(task)).items()
-            if k not in ("force", "progress", "threads")
-        },
-        "export": export_options,
-        "code": code_hash(),
-    }
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    return _digest(
+        {
+            "task": task,
+            "data_hash": table.data_hash(),
+            "base": base_name,
+            "base_files": base_hash(base_dir),
+            "train": {
+                k: v
+                for k, v in asdict(train_options.resolved(task)).items()
+                if k not in ("force", "progress", "threads")
+            },
+            "code": code_hash(TRAIN_CODE),
+        }
+    )
+
+
+def export_key(trained: str, export_options: dict[str, Any]) -> str:
+    """Everything that decides the bundle: the checkpoint, export options, export code."""
+    return _digest({"train": trained, "export": export_options, "code": code_hash(EXPORT_CODE)})
 
 
 def build(
@@ -84,28 +98,63 @@ def build(
     force: bool = False,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    """Build (or reuse) the task's verified bundle and place a copy at ``out``."""
+    """Build (or reuse) the task's verified bundle and place a copy at ``out``.
+
+    Two cached stages: the checkpoint under the training inputs' hash, and beneath it the
+    bundle under the export inputs' hash, so a change of export code re-exports without
+    re-training.
+    """
     from textgate import train
-    from textgate.export import export_bundle
 
     _check_out(out, force)
     table = table or data.load_task(task)
     options = train_options or train.TrainOptions()
     export_options = export_options or {}
-    key = build_key(task, table, options, export_options)
-    cache = builds_dir() / f"{task}-{key[:16]}"
-    cached = None if rebuild else _cached_bundle(cache / "bundle", log)
-    if cached is None:
-        log(f"building {task} (key {key[:16]}) in {cache}")
-        shutil.rmtree(cache, ignore_errors=True)
-        cache.mkdir(parents=True)
-        ckpt = cache / "checkpoint"
-        train.train(table, None, ckpt, task=task, options=_with_force(options), log=log)
-        export_bundle(ckpt, cache / "bundle", overwrite=True, **export_options)
-        bundle.verify(cache / "bundle")
-        (cache / "build.json").write_text(json.dumps({"key": key, "task": task}, indent=2))
-    _place(cache / "bundle", out)
+    trained = train_key(task, table, options)
+    stage = builds_dir() / f"{task}-{trained[:16]}"
+    exported = export_key(trained, export_options)
+    target = stage / "bundles" / exported[:16]
+    if rebuild or _cached_bundle(target, log) is None:
+        ckpt = _checkpoint(stage, table, task, options, trained, rebuild, log)
+        _export(ckpt, target, export_options, log)
+    _place(target, out)
     return bundle.verify(out)
+
+
+def _checkpoint(
+    stage: Path,
+    table: data.Table,
+    task: str,
+    options: Any,
+    key: str,
+    rebuild: bool,
+    log: Callable[[str], None],
+) -> Path:
+    from textgate import train
+
+    ckpt = stage / "checkpoint"
+    done = stage / "train.json"
+    if not rebuild and done.is_file() and (ckpt / "textgate.json").is_file():
+        log(f"reusing the checkpoint cached at {ckpt}")
+        return ckpt
+    log(f"training {task} (key {key[:16]}) into {ckpt}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    train.train(table, None, ckpt, task=task, options=_with_force(options), log=log)
+    done.write_text(json.dumps({"key": key, "task": task}, indent=2))
+    return ckpt
+
+
+def _export(
+    ckpt: Path, target: Path, export_options: dict[str, Any], log: Callable[[str], None]
+) -> None:
+    from textgate.export import export_bundle
+
+    log(f"exporting {ckpt} into {target}")
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    export_bundle(ckpt, target, overwrite=True, **export_options)
+    bundle.verify(target)
 
 
 def _with_force(options: Any) -> Any:

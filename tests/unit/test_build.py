@@ -38,7 +38,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_second_build_reuses_the_cache(calls: list[Path], tmp_path: Path) -> None:
+def test_second_build_reuses_the_cache(
+    calls: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     export = {"parity_n": 500, "variants": ("int8",)}
     first = build.build("spam", tmp_path / "a", table=_table(), export_options=export)
     second = build.build("spam", tmp_path / "b", table=_table(), export_options=export)
@@ -46,28 +48,41 @@ def test_second_build_reuses_the_cache(calls: list[Path], tmp_path: Path) -> Non
     assert first["files"] == second["files"]
     assert (tmp_path / "b" / "manifest.json").is_file()
 
-    # Other data → another key → a new build.
+    # Other data → another training key → a new checkpoint.
     build.build("spam", tmp_path / "c", table=_table(extra="x"), export_options=export)
     assert len(calls) == 2
 
-    # A damaged cached bundle is rebuilt, never copied out.
-    cached = calls[0].parent / "bundle" / "labels.json"
-    cached.write_text('["tampered"]')
+    # A damaged cached bundle is rebuilt from the cached checkpoint, never copied out.
+    bundle_dir = next((calls[0].parent / "bundles").iterdir())
+    (bundle_dir / "labels.json").write_text('["tampered"]')
     build.build("spam", tmp_path / "d", table=_table(), export_options=export)
-    assert len(calls) == 3
+    assert len(calls) == 2
+    assert build.bundle.verify(tmp_path / "d")["labels"] == ["ham", "spam"]
+
+    # Changed export code re-exports; the checkpoint is reused.
+    real = build.code_hash
+    monkeypatch.setattr(
+        build, "code_hash", lambda names: "new" if names == build.EXPORT_CODE else real(names)
+    )
+    build.build("spam", tmp_path / "e", table=_table(), export_options=export)
+    assert len(calls) == 2
+    assert len(list((calls[0].parent / "bundles").iterdir())) == 2
 
 
-def test_key_changes_with_data_options_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keys_change_with_data_options_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
     from textgate import train
 
     opts = train.TrainOptions()
-    key = build.build_key("spam", _table(), opts, {})
-    assert key == build.build_key("spam", _table(), opts, {})
-    assert key != build.build_key("spam", _table(extra="y"), opts, {})
-    assert key != build.build_key("spam", _table(), train.TrainOptions(seed=7), {})
-    assert key != build.build_key("spam", _table(), opts, {"max_f1_drop": 0.01})
-    monkeypatch.setattr(build, "code_hash", lambda: "changed")
-    assert key != build.build_key("spam", _table(), opts, {})
+    key = build.train_key("spam", _table(), opts)
+    assert key == build.train_key("spam", _table(), opts)
+    assert key != build.train_key("spam", _table(extra="y"), opts)
+    assert key != build.train_key("spam", _table(), train.TrainOptions(seed=7))
+    assert build.export_key(key, {}) != build.export_key(key, {"max_f1_drop": 0.01})
+    assert build.export_key(key, {}) != build.export_key("other", {})
+    exported = build.export_key(key, {})
+    monkeypatch.setattr(build, "code_hash", lambda names: "changed")
+    assert key != build.train_key("spam", _table(), opts)
+    assert exported != build.export_key(key, {})
 
 
 def test_refuses_to_replace_a_non_bundle_directory(tmp_path: Path) -> None:
