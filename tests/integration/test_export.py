@@ -145,6 +145,13 @@ def test_int8_variant_is_quantized(built: Path) -> None:
     assert sizes["model.int8.onnx"] < sizes["model.onnx"] / 2
 
 
+def test_int8_weights_have_one_scale_per_channel(built: Path) -> None:
+    graph = onnx.load(str(built / "model.int8.onnx")).graph
+    scales = [t for t in graph.initializer if t.name.endswith("_scale") and t.dims]
+    # Per-tensor quantization would leave only scalar scales.
+    assert scales and all(t.dims[0] > 1 for t in scales), [(t.name, t.dims) for t in scales]
+
+
 def test_textgate_and_plain_checkpoints_differ_where_documented(
     tiny_bundle: Callable[..., Path],
 ) -> None:

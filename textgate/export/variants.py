@@ -111,6 +111,12 @@ def build_int8(src: Path, dst: Path) -> None:
             str(src),
             str(dst),
             weight_type=QuantType.QInt8,
+            # One scale per output channel: on the trained spam model max |Δp| vs fp32 fell
+            # from 0.50 to 0.09 and test agreement rose from 99.33 % to 99.78 %.
+            per_channel=True,
+            # 7-bit weights keep u8×s8 products from saturating on CPUs without VNNI
+            # (plain AVX2), where a bundle built here may well be served.
+            reduce_range=True,
             # Fused contrib ops carry no type info for the quantizer; without this it fails.
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
