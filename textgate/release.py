@@ -594,8 +594,9 @@ class Releases:
         shadow = self.shadow_texts(task)
         rows = read_labelled(Path(data), labels) if data is not None else []
         texts = shadow + [r[0] for r in rows]
-        serving_p = _probs(infer, ensemble(task, t["serving"]), texts, len(labels))
-        cand_p = _probs(infer, ensemble(task, cand), texts, len(labels))
+        rate = self.settings.compare_texts_per_s
+        serving_p = _probs(infer, ensemble(task, t["serving"]), texts, len(labels), rate)
+        cand_p = _probs(infer, ensemble(task, cand), texts, len(labels), rate)
         report = gate_report(
             serving_p,
             cand_p,
@@ -825,8 +826,17 @@ def read_labelled(path: Path, labels: Sequence[str]) -> list[tuple[str, int]]:
     return rows
 
 
-def _probs(infer: Infer, model: str, texts: Sequence[str], n_labels: int) -> np.ndarray:
-    parts = [infer(model, texts[i : i + 16]) for i in range(0, len(texts), 16)]
+def _probs(
+    infer: Infer, model: str, texts: Sequence[str], n_labels: int, rate: float = 0.0
+) -> np.ndarray:
+    """Batches of 8 texts, paced to ``rate`` texts/s (0: unpaced) to spare live traffic."""
+    parts = []
+    start = time.monotonic()
+    for i in range(0, len(texts), 8):
+        parts.append(infer(model, texts[i : i + 8]))
+        if rate > 0:
+            due = start + (i + 8) / rate  # when the next batch may start
+            time.sleep(max(0.0, due - time.monotonic()))
     return np.concatenate(parts) if parts else np.zeros((0, n_labels), np.float32)
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +378,30 @@ def test_cli_read_only_ops_refuse_a_path_without_releases(tmp_path: Path) -> Non
     missing = tmp_path / "nowhere"
     assert cli.main(["release", "list", "--repo", str(missing)]) == 13
     assert not missing.exists()  # looking never creates a repository
+
+
+def test_compare_paces_its_inference_to_the_configured_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fake clock: the pacing is checked by the sleeps it asks for, not by wall time.
+    now = [0.0]
+    slept: list[float] = []
+    monkeypatch.setattr(release.time, "monotonic", lambda: now[0])
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    monkeypatch.setattr(release.time, "sleep", sleep)
+    calls: list[int] = []
+
+    def infer(model: str, texts: Sequence[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return np.full((len(texts), 2), 0.5, np.float32)
+
+    out = release._probs(infer, "spam_v1", ["t"] * 40, 2, rate=20.0)
+    assert out.shape == (40, 2)
+    assert calls == [8] * 5
+    assert now[0] == pytest.approx(40 / 20.0)  # 40 texts at 20/s take 2 s
+    assert release._probs(infer, "spam_v1", ["t"] * 16, 2, rate=0.0).shape == (16, 2)
+    assert len(slept) == 5  # the unpaced call asked for no sleep
