@@ -102,10 +102,11 @@ def find_checkpoint(bundle: Path) -> Path | None:
     from textgate.build import builds_dir
 
     manifest = json.loads((bundle / "manifest.json").read_text())
-    for built in builds_dir().glob("*/bundle/manifest.json"):
+    # The build cache: <task>-<train key>/checkpoint beside bundles/<export key>/.
+    for built in builds_dir().glob("*/bundles/*/manifest.json"):
         with contextlib.suppress(OSError, ValueError):
             if json.loads(built.read_text()).get("files") == manifest.get("files"):
-                ckpt = built.parent.parent / "checkpoint"
+                ckpt = built.parent.parent.parent / "checkpoint"
                 if (ckpt / "config.json").is_file():
                     return ckpt
     source = manifest.get("source") or {}
