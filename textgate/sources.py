@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from textgate.bundle import sha256_file
 from textgate.errors import SourceError
 
 
@@ -84,14 +85,6 @@ def corpora_dir() -> Path:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _archive_path(pin: Pin) -> Path:
