@@ -17,7 +17,7 @@ from typing import Any
 from textgate.gateway.status import ValidationFailed
 
 try:
-    from textgate.gateway import normalize as _normalize
+    from textgate import normalize as _normalize
 except ImportError:  # pragma: no cover - the normalization module ships with the gateway
     _normalize = None  # type: ignore[assignment]
 

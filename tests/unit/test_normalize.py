@@ -20,7 +20,7 @@ from textgate.errors import (
     MessageTooComplex,
     PayloadTooLarge,
 )
-from textgate.gateway.normalize import (
+from textgate.normalize import (
     NormalizeSettings,
     decode_bytes,
     decode_utf8,
@@ -30,7 +30,7 @@ from textgate.gateway.normalize import (
     split_long,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "data" / "email"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "email"
 CPYTHON_DATA = Path(sysconfig.get_path("stdlib")) / "test" / "test_email" / "data"
 DEFAULT = NormalizeSettings()
 

@@ -1,5 +1,8 @@
 """Turn raw e-mail or plain text into the text a model scores, and say what was done.
 
+The one normalization: the gateway runs it on every request and the data pipeline on every
+training message, with the same settings (the bundle records them; see ``fingerprint``).
+
 Pure functions: no I/O, no network. Two entry points share one ending, so a raw message
 and its pre-extracted text (subject, newline, body) give the same ``Normalized.text``:
 
