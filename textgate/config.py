@@ -248,9 +248,16 @@ class TaskPolicyConfig:
     review_at: float = 0.85
     uncertain_band: float = 0.1
     rescore_band: float = 0.05  # re-score within +-band of a decision threshold; 0: never
+    # threshold kind: the least action for a message read best-effort (MIME not trusted)
+    malformed_action: Literal["allow", "review", "quarantine"] = "review"
 
     def __post_init__(self) -> None:
         _require(bool(self.task), "task", "must not be empty")
+        _require(
+            self.malformed_action in ("allow", "review", "quarantine"),
+            "malformed_action",
+            f"'{self.malformed_action}' is not allow, review or quarantine",
+        )
         for key in ("quarantine_at", "review_at"):
             _require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
         _require(

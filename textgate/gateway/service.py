@@ -20,7 +20,7 @@ from textgate.gateway import rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
-from textgate.gateway.policy import Policy, score_of
+from textgate.gateway.policy import Policy, on_malformed, score_of
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
 
@@ -96,6 +96,11 @@ class Service:
             )
         t = time.perf_counter()
         verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
+        rule = rt.policy.rule(task, ctx.tenant)
+        verdicts = [
+            on_malformed(rule, v) if item.notes.get("best_effort") else v
+            for item, v in zip(items, verdicts, strict=True)
+        ]
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
         results = []
