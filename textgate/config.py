@@ -211,9 +211,15 @@ class GatewayConfig:
     replay_dir: Path | None = None  # where anomalous requests are saved; null: not saved
     replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
     log_format: Literal["json", "text"] = "json"
+    # E-mail parsing runs in this many worker processes (0: in the request's own thread,
+    # for tools and tests); a message not parsed within the budget is read best-effort.
+    parse_workers: int = 2
+    parse_budget_s: float = 1.0
 
     def __post_init__(self) -> None:
         _check_port(self.port, "port")
+        _require(self.parse_workers >= 0, "parse_workers", "must be >= 0")
+        _require(self.parse_budget_s > 0, "parse_budget_s", "must be > 0")
         _require(bool(self.host), "host", "must not be empty")
         _require(self.max_body_bytes >= 1024, "max_body_bytes", "must be >= 1024")
         _require(self.max_batch >= 1, "max_batch", "must be >= 1")

@@ -145,3 +145,11 @@ def test_caps_just_under_the_limits_trip_nothing() -> None:
     assert check(header + b"\r\n\r\nbody") == ()
     assert check(b"Subject: x\r\n\r\n" + b"line\n" * (guards.MAX_LINES - 10)) == ()
     assert "too_many_lines" in check(b"Subject: x\r\n\r\n" + b"\n" * (guards.MAX_LINES + 1))
+
+
+def test_bare_cr_line_ends_are_scanned_as_the_parser_reads_them() -> None:
+    inner = b"Content-Type: text/plain " + b"(x)" * 100
+    raw = (
+        b"Subject: x\rContent-Type: multipart/mixed; boundary=b\r\r--b\r" + inner + b"\r\rhi\r--b--"
+    )
+    assert "too_many_comments" in check(raw)

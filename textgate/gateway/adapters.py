@@ -62,6 +62,13 @@ class Preparer:
         n = _normalize.normalize_text(text, self.settings, field=field_name)
         return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
 
+    async def email_off_loop(self, raw: bytes, pool: Any) -> Prepared:
+        """``email`` in the parse pool (time budget, killable); in-process without one."""
+        if pool is None or _normalize is None:
+            return self.email(raw)
+        n = await pool.email(raw, self.settings)
+        return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
+
     def email(self, raw: bytes) -> Prepared:
         if _normalize is None:
             message = email.message_from_bytes(raw, policy=email.policy.default)

@@ -36,6 +36,7 @@ from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.policy import Policy, check_labels
+from textgate.gateway.pool import ParsePool
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover
 from textgate.gateway.service import Context, Runtime, Service
@@ -154,6 +155,7 @@ class Gateway:
         self._discovery: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
         self.releases = admin.release_hook(config, self)  # versions of released tasks
+        self.parse_pool: ParsePool | None = None
 
     def _endpoints(self, config: Config) -> list[str]:
         return self.endpoints_override or list(config.client.endpoints)
@@ -171,11 +173,17 @@ class Gateway:
             client=client,
             preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
+            parse_pool=getattr(self, "parse_pool", None),
         )
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        gw = self.config.gateway
+        if gw.parse_workers:
+            self.parse_pool = ParsePool(workers=gw.parse_workers, budget_s=gw.parse_budget_s)
+            await self.parse_pool.start()
+            self.runtime.parse_pool = self.parse_pool
         await self.events.start(self.metrics.registry)
         await self.runtime.client.start()
         if self.releases is not None:
@@ -190,6 +198,9 @@ class Gateway:
         if self._discovery is not None:
             self._discovery.cancel()
         await self.runtime.client.close()
+        if self.parse_pool is not None:
+            await self.parse_pool.close()
+            self.parse_pool = None
         await self.events.stop()
         if self.releases is not None:
             await self.releases.stop()
@@ -349,7 +360,8 @@ def _error_response(exc: BaseException, request: Request, gateway: Gateway) -> J
     rid = getattr(request.state, "request_id", "") or logs.request_id_var.get()
     code = status_of(exc)
     if code >= 500 and not isinstance(exc, TextgateError):
-        logs.logger.exception("unexpected error", exc_info=exc)
+        # The detail goes to the log, under the request id; the client gets a generic body.
+        logs.logger.error("unexpected error", exc_info=exc, extra={"request_id": rid, "fields": {}})
     headers = {}
     after = retry_after(exc, gateway.config.gateway.retry_after_s)
     if after is not None:

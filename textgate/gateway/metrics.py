@@ -58,6 +58,12 @@ class Metrics:
         self.replays = Counter(
             "textgate_replay_saved", "Anomalous outputs saved to the replay store", registry=r
         )
+        self.best_effort = Counter(
+            "textgate_best_effort",
+            "E-mails read best-effort (guard tripped, unreadable MIME, parse time budget)",
+            ["reason"],
+            registry=r,
+        )
         self.reloads = Counter(
             "textgate_config_reloads", "Config reloads by result", ["result"], registry=r
         )

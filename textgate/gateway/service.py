@@ -16,13 +16,14 @@ import numpy as np
 
 from textgate.client import TritonClient
 from textgate.config import Config
-from textgate.gateway import rescore
+from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.policy import Policy, on_malformed, score_of
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
+from textgate.gateway.status import ValidationFailed
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Runtime:
     client: TritonClient
     preparer: Preparer
     replay: ReplayStore | None = None
+    parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Service:
     ) -> list[dict[str, Any]]:
         rt.router.route(task)  # an unknown task is a 404 before any input is parsed
         t = time.perf_counter()
-        items = [self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
+        items = [await self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
         ctx.timings_ms["normalize"] = _ms(t)
         ctx.sender = _sender(raw, items) or ctx.sender
         route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
@@ -123,9 +125,21 @@ class Service:
             results.append(self._result(route, item, s, v.action, v.score, rid, ctx))
         return results
 
-    def _prepare(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
+    async def _prepare(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
+        try:
+            return await self._prepare_one(rt, x, i, n)
+        except (UnicodeError, LookupError, ValueError, RecursionError) as exc:
+            # A decoder or parser failure on input: the client's data, not our bug (422).
+            logs.event("input could not be read", error=type(exc).__name__)
+            name = "message" if isinstance(x, bytes) else ("text" if n == 1 else f"texts[{i}]")
+            raise ValidationFailed("could not be read", field=name, reason="unreadable") from None
+
+    async def _prepare_one(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
         if isinstance(x, bytes):
-            return rt.preparer.email(x)
+            item = await rt.preparer.email_off_loop(x, rt.parse_pool)
+            if item.notes.get("best_effort"):
+                self.metrics.best_effort.labels(_first(item.notes.get("defects"))).inc()
+            return item
         return rt.preparer.text(x, "text" if n == 1 else f"texts[{i}]")
 
     async def _score(
@@ -263,6 +277,12 @@ def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None
     if raw and isinstance(raw[0], bytes):
         return items[0].notes.get("sender") or None
     return None
+
+
+def _first(defects: Any) -> str:
+    """The defect that sent a message to the best-effort path, as a bounded metric label."""
+    code = str(defects[0]) if defects else "unknown"
+    return code.split(":", 1)[0][:40]
 
 
 def _label(labels: Sequence[str], probs: Sequence[float]) -> str:
