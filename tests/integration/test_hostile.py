@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
+import json
 import statistics
 import threading
 import time
@@ -68,6 +69,7 @@ def gateway(
         "client": {"timeout_s": 10.0},
     }
     with run_gateway(config, [triton.grpc_url]) as gw:
+        gw.outbox_path = tmp / "events.sqlite3"  # type: ignore[attr-defined]
         yield gw
 
 
@@ -154,3 +156,40 @@ def _health(c: httpx.Client, n: int) -> list[float]:
         assert c.get("/healthz").status_code == 200
         out.append(time.perf_counter() - t)
     return out
+
+
+def _events(gateway: RunningGateway, request_id: str) -> list[dict[str, object]]:
+    from textgate.gateway.outbox import read_rows
+
+    rows = [json.loads(r.payload) for r in read_rows(gateway.outbox_path)]  # type: ignore[attr-defined]
+    return [e for e in rows if e.get("request_id") == request_id]
+
+
+def test_request_id_replay_is_idempotent_only_for_the_same_payload(
+    gateway: RunningGateway,
+) -> None:
+    with gateway.client() as c:
+        post = lambda text, rid: c.post(  # noqa: E731
+            "/v1/classify/spam", json={"text": text}, headers={"X-Request-ID": rid}
+        )
+        first = post("see you at lunch", "replay-1")
+        again = post("see you at lunch", "replay-1")
+        assert first.status_code == again.status_code == 200
+        assert again.headers.get("x-idempotent-replay") == "true"
+        assert again.json()["results"] == first.json()["results"]
+        assert len(_events(gateway, "replay-1")) == 1  # the repeat wrote nothing
+
+        # The same id with another text is a new request: scored, and its own event.
+        spam = post("WIN a FREE prize, call now", "replay-1")
+        assert spam.status_code == 200 and "x-idempotent-replay" not in spam.headers
+        events = _events(gateway, "replay-1")
+        assert len(events) == 2 and events[0]["event_id"] != events[1]["event_id"]
+        assert events[1]["text_sha256"] != events[0]["text_sha256"]
+
+        # A client id spelled like a release key is just a field.
+        assert post("hello", "release/spam/7").status_code == 200
+        (ev,) = _events(gateway, "release/spam/7")
+        assert ev["schema"] == "textgate.event/2" and ev["event_id"] != "release/spam/7"
+        metrics = c.get("/metrics").text
+        assert 'textgate_repeated_request_ids_total{outcome="replayed"} 1.0' in metrics
+        assert 'textgate_repeated_request_ids_total{outcome="new_payload"} 1.0' in metrics

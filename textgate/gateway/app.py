@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import json
 import logging
@@ -435,7 +436,7 @@ def _routes(app: FastAPI) -> None:
         openapi_extra={"requestBody": _REQUEST_BODY},
         summary="Classify a text, a batch of texts, or a raw e-mail",
     )
-    async def classify(task: str, request: Request) -> Any:
+    async def classify(task: str, request: Request, response: Response) -> Any:
         gw = _gw(request)
         rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
         ctx = Context(request_id=request.state.request_id, headers=_triton_headers(request))
@@ -446,7 +447,12 @@ def _routes(app: FastAPI) -> None:
         raw = _parse(media, body, rt.config.gateway.max_batch)
         ctx.tenant = rt.policy.tenant(request.headers)
         ctx.sender = request.headers.get("x-sender")  # a canary key option
+        if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
+            ctx.client_id = ctx.request_id
+            ctx.payload_sha256 = _payload_hash(task, media, body)
         results = await gw.service.classify(rt, task, raw, ctx)
+        if ctx.repeated:
+            response.headers["X-Idempotent-Replay"] = "true"
         for r in results:
             gw.metrics.requests.labels(task, r["action"], "200").inc()
         gw.metrics.observe_stages(ctx.timings_ms)
@@ -516,6 +522,13 @@ def _routes(app: FastAPI) -> None:
         if not token or not hmac.compare_digest(token.encode(), given.encode()):
             raise Unauthorized("admin token missing or wrong", field="authorization")
         return {"reloaded": True, **await gw.reload()}
+
+
+def _payload_hash(task: str, media: str, body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (task.encode("utf-8", "surrogatepass"), media.encode("latin-1", "replace"), body):
+        digest.update(len(part).to_bytes(8, "big") + part)  # length-prefixed: unambiguous
+    return digest.hexdigest()
 
 
 def _overrides(rt: Runtime, task: str) -> list[str]:

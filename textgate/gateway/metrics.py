@@ -64,6 +64,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.repeated_ids = Counter(
+            "textgate_repeated_request_ids",
+            "Requests whose X-Request-ID was seen before (same tenant): replayed = same "
+            "payload, answered from the record; new_payload = scored as a new request",
+            ["outcome"],
+            registry=r,
+        )
         self.reloads = Counter(
             "textgate_config_reloads", "Config reloads by result", ["result"], registry=r
         )
