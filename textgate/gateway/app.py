@@ -565,6 +565,18 @@ def _handlers(app: FastAPI) -> None:
 
 
 def _middleware(app: FastAPI) -> None:
+    # Added first, so it runs inside ``context`` (which sets the request id).
+    @app.middleware("http")
+    async def admin_gate(request: Request, call_next: Any) -> Response:
+        gw: Gateway | None = getattr(request.app.state, "gateway", None)
+        if gw is not None and request.url.path.startswith("/admin/"):
+            try:
+                admin.check_before_body(request)
+            except GatewayError as exc:
+                return _error_response(exc, request, gw)
+        response: Response = await call_next(request)
+        return response
+
     @app.middleware("http")
     async def context(request: Request, call_next: Any) -> Response:
         rid = logs.request_id(request.headers.get("x-request-id"))
