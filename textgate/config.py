@@ -215,11 +215,23 @@ class GatewayConfig:
     # for tools and tests); a message not parsed within the budget is read best-effort.
     parse_workers: int = 2
     parse_budget_s: float = 1.0
+    # The front door (textgate/gateway/frontdoor.py): per connection, before the app.
+    max_request_header_bytes: int = 65_536  # request line + headers; beyond: 431
+    header_timeout_s: float = 10.0  # the request head must arrive within this; else 408
+    body_timeout_s: float = 30.0  # the body must arrive within this of its head; else 408
+    idle_timeout_s: float = 5.0  # a kept-alive connection with no request is closed
+    max_connections: int = 256  # connections and requests at once; beyond: 503
 
     def __post_init__(self) -> None:
         _check_port(self.port, "port")
         _require(self.parse_workers >= 0, "parse_workers", "must be >= 0")
         _require(self.parse_budget_s > 0, "parse_budget_s", "must be > 0")
+        _require(
+            self.max_request_header_bytes >= 1024, "max_request_header_bytes", "must be >= 1024"
+        )
+        for key in ("header_timeout_s", "body_timeout_s", "idle_timeout_s"):
+            _require(getattr(self, key) > 0, key, "must be > 0")
+        _require(self.max_connections >= 1, "max_connections", "must be >= 1")
         _require(bool(self.host), "host", "must not be empty")
         _require(self.max_body_bytes >= 1024, "max_body_bytes", "must be >= 1024")
         _require(self.max_batch >= 1, "max_batch", "must be >= 1")

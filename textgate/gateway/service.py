@@ -17,6 +17,7 @@ import numpy as np
 
 from textgate.client import TritonClient
 from textgate.config import Config
+from textgate.errors import TritonTimeout
 from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.limiter import Limiter
@@ -55,6 +56,9 @@ class Context:
     repeated: bool = False  # set when the answer is the stored one
     timings_ms: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    # One Triton deadline per request (monotonic), shared by the fast pass and the re-score:
+    # a fresh deadline per call let a re-score run past the client's timeout.
+    deadline: float | None = None
 
 
 @dataclass
@@ -99,7 +103,8 @@ class Service:
         ctx.timings_ms["normalize"] = _ms(t)
         ctx.sender = _sender(raw, items) or ctx.sender
         route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
-        async with rt.limiter.slot() as waited:
+        weight = sum(len(item.pieces) for item in items)  # the limiter counts texts
+        async with rt.limiter.slot(weight) as waited:
             ctx.timings_ms["queue"] = round(waited * 1000.0, 3)
             t = time.perf_counter()
             try:
@@ -240,13 +245,19 @@ class Service:
     ) -> np.ndarray:
         """All pieces through ``model`` in batches the model accepts."""
         size = max(1, route.max_batch_size)
+        if ctx.deadline is None:
+            ctx.deadline = time.monotonic() + rt.config.client.timeout_s
         parts = []
         for start in range(0, len(texts), size):
+            remaining = ctx.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TritonTimeout(f"no answer from Triton for '{model}' within the deadline")
             pred = await rt.client.infer(
                 model,
                 texts[start : start + size],
                 request_id=ctx.request_id,
                 headers=ctx.headers,
+                timeout_s=remaining,
             )
             parts.append(pred.probabilities)
         return np.concatenate(parts) if parts else np.zeros((0, len(route.labels)), np.float32)
