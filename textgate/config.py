@@ -386,11 +386,24 @@ class KafkaConfig:
         )
 
 
+def default_outbox_path() -> Path:
+    """``$TEXTGATE_CACHE_DIR/events.sqlite3``, default ``~/.cache/textgate/events.sqlite3``
+    (the cache root ``textgate.build`` uses, computed here: config sits below build)."""
+    root = os.environ.get("TEXTGATE_CACHE_DIR")
+    if root:
+        return Path(root).resolve() / "events.sqlite3"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).resolve() / "textgate" / "events.sqlite3"
+
+
 @dataclass(frozen=True, kw_only=True)
 class EventsConfig:
     """The classification events: the on-disk outbox and its publisher (docs/configuration.md)."""
 
-    outbox_path: Path = Path("textgate-events.sqlite3")
+    # Absolute by default (the cache dir): a relative default followed the working directory,
+    # so two gateways started from one directory shared a file, and one started elsewhere
+    # lost sight of its unpublished events.
+    outbox_path: Path = field(default_factory=lambda: default_outbox_path())
     synchronous: Literal["full", "normal"] = "full"  # full: survives power loss; normal: crashes
     max_depth: int = 100_000  # unpublished events held at most
     overflow: Literal["reject", "block"] = "reject"  # at max_depth: 503, or wait for room first

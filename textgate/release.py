@@ -648,8 +648,10 @@ class Releases:
             return []
         out = []
         for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                out.append(str(json.loads(line)["text"]))
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                text = json.loads(line).get("text")
+                if isinstance(text, str):  # rows of events.store_text: false hold a hash only
+                    out.append(text)
         return out[-self.settings.shadow_log_max :]
 
     def compare(self, task: str, infer: Infer, *, data: Path | str | None = None) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from textgate import release
 from textgate.config import Config
 from textgate.errors import BundleError, ReleaseError, TextgateError
 from textgate.gateway import logs
+from textgate.gateway.events import text_hash
 from textgate.gateway.routing import Route
 from textgate.gateway.status import BodyTooLarge, Conflict, Unauthorized, ValidationFailed
 
@@ -141,10 +142,14 @@ class ReleaseHook(release.StateView):
             logs.event("shadow copy failed", logging.WARNING, error=exc.message)
             return
         rows = []
+        store = bool(getattr(getattr(self.gateway.config, "events", None), "store_text", False))
         for text, s, c in zip(texts, probs, pred.probabilities.tolist(), strict=True):
             agree = int(np.argmax(s)) == int(np.argmax(c))
             self.shadowed.labels(route.task, str(agree).lower()).inc()
-            row = {"text": text, "serving": route.version, "candidate": candidate}
+            # events.store_text: false keeps texts off disk here too (compare then needs
+            # labelled data: it has no shadowed texts to run).
+            kept: dict[str, Any] = {"text": text} if store else {"text_sha256": text_hash(text)}
+            row = {**kept, "serving": route.version, "candidate": candidate}
             rows.append({**row, "agree": agree, "serving_probs": list(s), "candidate_probs": c})
         await asyncio.to_thread(self._record, route.task, rows)
 

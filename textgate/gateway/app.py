@@ -57,6 +57,7 @@ JSON_TYPES = ("application/json",)
 EMAIL_TYPES = ("message/rfc822",)
 TEXT_TYPES = ("text/plain",)
 _DISCOVERY_RETRY_S = 1.0
+_READY_MISSES = 3
 
 
 # --- schema (documentation of the wire format; the handlers validate by hand) -------------
@@ -124,7 +125,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _REQUEST_BODY = {
     "required": True,
     "content": {
-        "application/json": {"schema": {"$ref": "#/components/schemas/ClassifyRequest"}},
+        # Inline: no route declares the model, so a $ref to it dangled in the published schema.
+        "application/json": {"schema": ClassifyRequest.model_json_schema()},
         "message/rfc822": {"schema": {"type": "string", "format": "binary"}},
         "text/plain": {"schema": {"type": "string"}},
     },
@@ -158,6 +160,8 @@ class Gateway:
         self._reload_lock = asyncio.Lock()
         self.releases = admin.release_hook(config, self)  # versions of released tasks
         self.parse_pool: ParsePool | None = None
+        self._misses: dict[str, int] = {}  # consecutive failed readiness probes per model
+        self._was_ready: set[str] = set()
 
     def _endpoints(self, config: Config) -> list[str]:
         return self.endpoints_override or list(config.client.endpoints)
@@ -265,11 +269,21 @@ class Gateway:
         return {"tasks": sorted(router.routes), "new_client": not same_client}
 
     async def ready(self) -> tuple[bool, str]:
+        """Ready when every model is. Hysteresis: a model that was ready counts as down
+        only after ``_READY_MISSES`` failed probes in a row (one slow probe under load
+        flipped /readyz and took the gateway out of its load balancer)."""
         rt = self.runtime
         if not rt.router.routes:
             return False, "no task discovered yet"
         states = await rt.client.models_ready(rt.router.models())
-        down = [m for m, ok in states.items() if not ok]
+        down = []
+        for model, ok in states.items():
+            misses = 0 if ok else self._misses.get(model, 0) + 1
+            self._misses[model] = misses
+            if ok:
+                self._was_ready.add(model)
+            elif model not in self._was_ready or misses >= _READY_MISSES:
+                down.append(model)
         return (not down, f"not ready: {', '.join(down)}" if down else "ready")
 
 
@@ -469,7 +483,8 @@ def _routes(app: FastAPI) -> None:
     async def models(request: Request) -> dict[str, Any]:
         rt = _gw(request).runtime
         out = []
-        for name, route in sorted(rt.router.routes.items()):
+        for name in rt.router.public():
+            route = rt.router.routes[name]
             rule = rt.policy.rule(name)
             out.append(
                 {
@@ -609,7 +624,7 @@ def _middleware(app: FastAPI) -> None:
 def _account(gw: Gateway, request: Request, response: Response, rid: str, start: float) -> None:
     task = request.path_params.get("task") or request.url.path.rsplit("/", 1)[-1]
     # Labels only for tasks that exist: 60 random task names were 60 new series each.
-    task = task if task in gw.runtime.router.routes else "unknown"
+    task = task if task in gw.runtime.router.public() else "unknown"
     code = response.status_code
     if code != 200:
         gw.metrics.requests.labels(task, "none", str(code)).inc()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import queue
 import sqlite3
 import threading
@@ -272,6 +273,7 @@ class Outbox:
                     break
         finally:
             conn.close()
+            self._unlock_writer()
             self._fail_leftovers()
 
     def _fail_leftovers(self) -> None:
@@ -339,8 +341,10 @@ class Outbox:
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock_writer()
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
         except (OSError, sqlite3.Error) as exc:
+            self._unlock_writer()
             raise self._error(exc) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
@@ -354,6 +358,27 @@ class Outbox:
             conn.close()
             raise self._error(exc) from exc
         return conn
+
+    def _lock_writer(self) -> None:
+        """One writer per file, held while open: two gateways on one outbox would each
+        publish every event (SQLite's own locks serialize writes, not ownership)."""
+        self._lock_fh: Any = open(self.path.with_name(self.path.name + ".lock"), "a+")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._unlock_writer()
+            raise OutboxError(
+                "is locked by another process (another gateway writes it)",
+                path=self.path,
+                hint="one gateway process per outbox file: stop the other one "
+                "or give each its own events.outbox_path",
+            ) from None
+
+    def _unlock_writer(self) -> None:
+        fh = getattr(self, "_lock_fh", None)
+        if fh is not None:
+            fh.close()  # closing the descriptor releases the flock
+            self._lock_fh = None
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
