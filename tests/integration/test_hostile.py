@@ -10,12 +10,14 @@ from __future__ import annotations
 import concurrent.futures
 import importlib.util
 import json
+import os
 import statistics
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import pytest
@@ -193,3 +195,73 @@ def test_request_id_replay_is_idempotent_only_for_the_same_payload(
         metrics = c.get("/metrics").text
         assert 'textgate_repeated_request_ids_total{outcome="replayed"} 1.0' in metrics
         assert 'textgate_repeated_request_ids_total{outcome="new_payload"} 1.0' in metrics
+
+
+# --- schemathesis: many cases, real tasks and random ones ----------------------------------
+
+# Cases of POST /v1/classify per run (the other operations get a few each). The default
+# fits CI's budget on 2 cores (~50 cases/s with Triton answering: 2,000 take ~40 s);
+# TEXTGATE_FUZZ_CASES=10000 runs the full count (~3.5 minutes).
+FUZZ_CASES = int(os.environ.get("TEXTGATE_FUZZ_CASES", "2000"))
+_FEW = 50
+
+
+@pytest.mark.timeout(1500)
+def test_schemathesis_many_cases_zero_5xx(gateway: RunningGateway) -> None:
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    with gateway.client() as c:
+        schema = schemathesis.openapi.from_dict(c.get("/openapi.json").json())
+        ops = [r.ok() for r in schema.get_all_operations()]
+        failures: list[str] = []
+        counts = {"cases": 0, "classify": 0}
+        current = {"classify": False}  # the operation under test (read by check)
+
+        for op in ops:
+            strategy = op.as_strategy()
+            is_classify = op.path.startswith("/v1/classify")
+            current["classify"] = is_classify
+
+            @settings(
+                max_examples=FUZZ_CASES if is_classify else _FEW,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(case=strategy, real=st.booleans())
+            def check(case: Any, real: bool) -> None:
+                if real and "task" in (case.path_parameters or {}):
+                    case.path_parameters["task"] = "spam"  # a real task half the time
+                kwargs = case.as_transport_kwargs(base_url=gateway.url)
+                kwargs.pop("base_url", None)
+                method, target = kwargs.pop("method"), kwargs.pop("url")
+                r = c.request(method, target, **_httpx_kwargs(kwargs))
+                counts["cases"] += 1
+                counts["classify"] += current["classify"]
+                if r.status_code >= 500 and r.status_code not in (503, 504):
+                    failures.append(f"{method} {target} -> {r.status_code}: {r.text[:200]}")
+
+            check()
+        series = [
+            ln
+            for ln in c.get("/metrics").text.splitlines()
+            if ln.startswith("textgate_requests_total{")
+        ]
+    print(f"schemathesis: {counts['cases']} cases ({counts['classify']} classify)")
+    assert counts["classify"] >= FUZZ_CASES
+    assert not failures, failures[:5]
+    # Random task names share the "unknown" label: the series stay few.
+    assert len(series) < 50, len(series)
+
+
+def _httpx_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("headers", "params", "json", "content"):
+        if kwargs.get(key) is not None:
+            out[key] = kwargs[key]
+    if kwargs.get("data") is not None:
+        data = kwargs["data"]
+        out["content"] = data if isinstance(data, bytes | str) else json.dumps(data)
+    return out
