@@ -211,9 +211,27 @@ class GatewayConfig:
     replay_dir: Path | None = None  # where anomalous requests are saved; null: not saved
     replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
     log_format: Literal["json", "text"] = "json"
+    # E-mail parsing runs in this many worker processes (0: in the request's own thread,
+    # for tools and tests); a message not parsed within the budget is read best-effort.
+    parse_workers: int = 2
+    parse_budget_s: float = 1.0
+    # The front door (textgate/gateway/frontdoor.py): per connection, before the app.
+    max_request_header_bytes: int = 65_536  # request line + headers; beyond: 431
+    header_timeout_s: float = 10.0  # the request head must arrive within this; else 408
+    body_timeout_s: float = 30.0  # the body must arrive within this of its head; else 408
+    idle_timeout_s: float = 5.0  # a kept-alive connection with no request is closed
+    max_connections: int = 256  # connections and requests at once; beyond: 503
 
     def __post_init__(self) -> None:
         _check_port(self.port, "port")
+        _require(self.parse_workers >= 0, "parse_workers", "must be >= 0")
+        _require(self.parse_budget_s > 0, "parse_budget_s", "must be > 0")
+        _require(
+            self.max_request_header_bytes >= 1024, "max_request_header_bytes", "must be >= 1024"
+        )
+        for key in ("header_timeout_s", "body_timeout_s", "idle_timeout_s"):
+            _require(getattr(self, key) > 0, key, "must be > 0")
+        _require(self.max_connections >= 1, "max_connections", "must be >= 1")
         _require(bool(self.host), "host", "must not be empty")
         _require(self.max_body_bytes >= 1024, "max_body_bytes", "must be >= 1024")
         _require(self.max_batch >= 1, "max_batch", "must be >= 1")
@@ -270,9 +288,16 @@ class TaskPolicyConfig:
     review_at: float = 0.85
     uncertain_band: float = 0.1
     rescore_band: float = 0.05  # re-score within +-band of a decision threshold; 0: never
+    # threshold kind: the least action for a message read best-effort (MIME not trusted)
+    malformed_action: Literal["allow", "review", "quarantine"] = "review"
 
     def __post_init__(self) -> None:
         _require(bool(self.task), "task", "must not be empty")
+        _require(
+            self.malformed_action in ("allow", "review", "quarantine"),
+            "malformed_action",
+            f"'{self.malformed_action}' is not allow, review or quarantine",
+        )
         for key in ("quarantine_at", "review_at"):
             _require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
         _require(
@@ -395,11 +420,24 @@ class KafkaConfig:
         )
 
 
+def default_outbox_path() -> Path:
+    """``$TEXTGATE_CACHE_DIR/events.sqlite3``, default ``~/.cache/textgate/events.sqlite3``
+    (the cache root ``textgate.build`` uses, computed here: config sits below build)."""
+    root = os.environ.get("TEXTGATE_CACHE_DIR")
+    if root:
+        return Path(root).resolve() / "events.sqlite3"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).resolve() / "textgate" / "events.sqlite3"
+
+
 @dataclass(frozen=True, kw_only=True)
 class EventsConfig:
     """The classification events: the on-disk outbox and its publisher (docs/configuration.md)."""
 
-    outbox_path: Path = Path("textgate-events.sqlite3")
+    # Absolute by default (the cache dir): a relative default followed the working directory,
+    # so two gateways started from one directory shared a file, and one started elsewhere
+    # lost sight of its unpublished events.
+    outbox_path: Path = field(default_factory=lambda: default_outbox_path())
     synchronous: Literal["full", "normal"] = "full"  # full: survives power loss; normal: crashes
     max_depth: int = 100_000  # unpublished events held at most
     overflow: Literal["reject", "block"] = "reject"  # at max_depth: 503, or wait for room first

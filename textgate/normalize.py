@@ -6,16 +6,25 @@ training message, with the same settings (the bundle records them; see ``fingerp
 Pure functions: no I/O, no network. Two entry points share one ending, so a raw message
 and its pre-extracted text (subject, newline, body) give the same ``Normalized.text``:
 
-    normalize_email(raw: bytes) ─ limits ─ MIME walk ─ charset ─ HTML→text ─┐
-    normalize_text(text: str) ──────────────────────────────────────────────┴─ controls out,
-        NFC + single spaces (``textgate.data.normalize``, as in training) ─ split_long
+    normalize_email(raw: bytes) ─ limits ─ guards ─ MIME walk ─ charset ─ HTML→text ─┐
+                                              └─ (tripped or unreadable) best_effort ─┤
+    normalize_text(text: str) ───────────────────────────────────────────────────────┴─
+        controls out, NFC + single spaces (``textgate.data.normalize``) ─ split_long
 
-Every bad input is an ``InputError`` (the gateway maps it to a 4xx); nothing is dropped,
-replaced or cut without a note in ``Normalized.notes``.
+A message is never refused for being strange: within ``max_body_bytes`` a message whose
+structure trips a guard (``textgate.guards``) or cannot be read unambiguously is read by
+``best_effort`` (raw body bytes through the charset fallback chain, tags stripped), with
+``notes.best_effort`` set and the reasons in ``notes.defects``; the policy's
+``malformed_action`` applies to it. Deterministic either way, so training and serving agree.
+
+The remaining refusals are ``InputError``s (the gateway maps them to a 4xx): over a size
+limit, nothing to classify, wrong types. Nothing is dropped, replaced or cut without a note
+in ``Normalized.notes``.
 """
 
 from __future__ import annotations
 
+import base64
 import codecs
 import re
 import unicodedata
@@ -29,9 +38,11 @@ from html.parser import HTMLParser
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from textgate import guards
 from textgate.errors import (
     ConfigError,
     EmptyText,
+    InputError,
     InvalidInput,
     MalformedMessage,
     MessageTooComplex,
@@ -44,10 +55,6 @@ TEXT_TYPES = frozenset({"text/plain", "text/html"})
 # Counts units of text (characters by default; a tokenizer's token count works too).
 CountFn = Callable[[str], int]
 
-# A structured header over this many characters is an attack, not a message: the stdlib
-# header parser is superlinear in parameters (~0.25 s for 10 kB), so refuse before parsing.
-_MAX_STRUCTURED_HEADER = 4096
-_STRUCTURED = ("content-type", "content-disposition", "content-transfer-encoding")
 _MAX_ADDRESS = 320  # RFC 3696: 64 (local part) + 1 + 255 (domain)
 
 # Defects after which the part boundaries (and so the text) are guesses.
@@ -71,8 +78,6 @@ _FALLBACKS = ("utf-8", "cp1252")
 _CONTROLS = re.compile(
     "[" + "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if not chr(c).isspace()) + "]"
 )
-_BOUNDARY = re.compile(rb'boundary\s*=\s*(?:"([^"\r\n]{1,200})"|([^\s;"]{1,200}))', re.I)
-_DASH_LINE = re.compile(rb"^--([^\r\n]*)", re.M)
 
 
 # --- settings and results ----------------------------------------------------------------
@@ -156,7 +161,10 @@ class NormalizeNotes:
     original_chars: int = 0  # normalized text before truncation or chunking
     link_domains: tuple[str, ...] = ()
     controls_removed: int = 0  # NUL and other control characters dropped
-    defects: tuple[str, ...] = ()  # tolerated MIME defects (stdlib class names)
+    # tolerated MIME defects (stdlib class names) and, on the best-effort path, the guard
+    # or error codes that sent the message there
+    defects: tuple[str, ...] = ()
+    best_effort: bool = False  # the MIME structure was not trusted: text read raw
     sender: str | None = None  # the message's From address (lower case); None for text
 
     def as_dict(self) -> dict[str, Any]:
@@ -202,18 +210,25 @@ def normalize_email(
         raise _too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
     if not raw.strip():
         raise EmptyText("the message is empty", field="message", reason="empty")
-    _precount_parts(raw, settings.max_parts)
+    tripped = guards.check(
+        raw, max_header_bytes=settings.max_header_bytes, max_parts=settings.max_parts
+    )
+    if tripped:
+        return best_effort(raw, settings, count, defects=tripped)
     try:
         message = BytesParser(policy=policy.default).parsebytes(raw)
         extracted = _Extraction(settings)
         text = extracted.run(message)
-    except RecursionError as exc:
-        # The stdlib parser recurses per nested message/rfc822 and per nested comment in
-        # a header; a message deep enough to exhaust the stack is refused, not a crash.
-        raise MessageTooComplex(
-            "nested too deeply to parse", field="message", reason="too_deep"
-        ) from exc
-    notes = {**extracted.notes(), "sender": sender_address(message)}
+        notes = {**extracted.notes(), "sender": sender_address(message)}
+    except InputError as exc:  # the walk's own limits: structure unreadable or too big
+        return best_effort(raw, settings, count, defects=(exc.reason,))
+    except RecursionError:
+        # The stdlib parser recurses per nested message/rfc822 and per nested comment.
+        return best_effort(raw, settings, count, defects=("too_deep",))
+    except Exception as exc:  # any stdlib parser/decoder failure on input
+        # (LookupError, UnicodeError, ValueError ... from RFC 2231 charsets like
+        # unicode-escape''): the input is strange, not the caller's fault to be refused.
+        return best_effort(raw, settings, count, defects=(f"parse_error:{type(exc).__name__}",))
     return _finish(text, settings, count, field="message", notes=notes)
 
 
@@ -224,9 +239,20 @@ def sender_address(message: Message) -> str | None:
     header on odd input); 8-bit bytes are decoded with replacement so JSON can carry it.
     """
     raw = next((v for k, v in message.raw_items() if k.lower() == "from"), None)
-    if raw is None:
+    return None if raw is None else sender_of(str(raw))
+
+
+def sender_of(value: str) -> str | None:
+    """The address in a From header's raw value, lower-cased; None when there is none."""
+    value = " ".join(value.split())[: guards.MAX_HEADER]
+    if value.count("(") > guards.MAX_COMMENTS:
+        # parseaddr recurses once per nested comment (800 deep: RecursionError); comments
+        # never hold the address, so drop them in one linear pass first.
+        value = _strip_comments(value)
+    try:
+        addr = parseaddr(value)[1]
+    except RecursionError:
         return None
-    addr = parseaddr(" ".join(str(raw).split()))[1]
     if _has_surrogates(addr):
         addr = addr.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return addr.strip().lower()[:_MAX_ADDRESS] or None
@@ -294,28 +320,6 @@ def _has_surrogates(text: str) -> bool:
 # --- MIME walk ----------------------------------------------------------------------------
 
 
-def _precount_parts(raw: bytes, max_parts: int) -> None:
-    """Refuse a message with too many parts before parsing it (≈ 0.13 ms a part).
-
-    Every part starts at a delimiter line ``--boundary``; counting the lines that match a
-    declared boundary is an upper bound on the parts the parser would build.
-    """
-    boundaries = {a or b for a, b in _BOUNDARY.findall(raw)}
-    if not boundaries:
-        return
-    delimiters = 0
-    for match in _DASH_LINE.finditer(raw):
-        line = match.group(1).rstrip(b" \t")
-        if line in boundaries or (line.endswith(b"--") and line[:-2] in boundaries):
-            delimiters += 1
-    if delimiters > 2 * max_parts + 2:  # open and close delimiters per multipart
-        raise MessageTooComplex(
-            f"more than {max_parts} MIME parts (max_parts)",
-            field="message",
-            reason="too_many_parts",
-        )
-
-
 class _Extraction:
     """One walk over a parsed message, iterative so depth never meets the stack limit."""
 
@@ -362,14 +366,8 @@ class _Extraction:
 
     def _check(self, part: Message) -> None:
         size = 0
-        for name, value in part.raw_items():
+        for name, value in part.raw_items():  # long structured headers: textgate.guards
             size += len(name) + len(value)
-            if name.lower() in _STRUCTURED and len(value) > _MAX_STRUCTURED_HEADER:
-                raise MalformedMessage(
-                    f"{name} header is {len(value):,} characters long",
-                    field="message",
-                    reason="header_too_long",
-                )
         if size > self.settings.max_header_bytes:
             raise PayloadTooLarge(
                 f"a part's headers are {size:,} long, over {self.settings.max_header_bytes:,}"
@@ -442,6 +440,121 @@ class _Extraction:
             if self.settings.keep_link_domains:
                 text = f"{text} {' '.join(dict.fromkeys(domains))}" if domains else text
         return text
+
+
+# --- best effort --------------------------------------------------------------------------
+
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_SUBJECT = re.compile(rb"^subject[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
+_FROM = re.compile(rb"^from[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
+_HEADER_START = re.compile(rb"[!-9;-~]{1,200}[ \t]*:")
+# A delimiter line and the header fields of the part it opens: structure, not text.
+_PART_HEAD = re.compile(rb"^--[^\n]*\n(?:[!-9;-~]{1,200}[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*)*", re.M)
+_DELIMITER = re.compile(rb"^--[^\n]*$", re.M)
+# MIME fields of nested parts and forwarded messages: structure wherever they stand.
+_MIME_FIELD = re.compile(
+    rb"^(?:content-[a-z-]{1,40}|mime-version)[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*", re.I | re.M
+)
+_BASE64_LINE = re.compile(rb"^[A-Za-z0-9+/]{40,}={0,2}\r?$\n?", re.M)
+_QP_SOFT = re.compile(rb"=\r?\n")
+_QP_BYTE = re.compile(rb"=([0-9A-Fa-f]{2})")
+_ENCODED_WORD = re.compile(r"=\?([^?\s]{1,40})\?([bBqQ])\?([^?\s]{0,2000})\?=")
+_LOOKS_HTML = re.compile(rb"<(?:[a-zA-Z][a-zA-Z0-9]{0,10}[\s/>]|!--)")
+_MAX_SUBJECT = 2048
+
+
+def best_effort(
+    raw: bytes,
+    settings: NormalizeSettings,
+    count: CountFn | None = None,
+    *,
+    defects: tuple[str, ...] = (),
+) -> Normalized:
+    """Read a message whose structure is not trusted: Subject + body bytes as text.
+
+    Linear regex passes over the raw bytes, no MIME parser: delimiter lines and part
+    headers out, base64 lines out (attachments), quoted-printable undone where the message
+    declares it, bytes through the charset fallback chain, HTML tags stripped. The text is
+    cut at ``max_chars`` (noted) rather than refused: this path exists to give a verdict.
+    """
+    raw = bytes(raw)
+    if len(raw) > settings.max_body_bytes:
+        raise _too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
+    head, body = _head_and_body(raw)
+    subject = _raw_header(_SUBJECT, head)
+    sender = _raw_header(_FROM, head)
+    body = _PART_HEAD.sub(b"", body)
+    body = _BASE64_LINE.sub(b"", _MIME_FIELD.sub(b"", _DELIMITER.sub(b"", body)))
+    if b"quoted-printable" in raw.lower():
+        body = _QP_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), _QP_SOFT.sub(b"", body))
+    text, used, replaced = decode_bytes(body, None)
+    fallbacks = (
+        [] if used == "utf-8" and not replaced else [CharsetFallback("body", None, used, replaced)]
+    )
+    domains: list[str] = []
+    html = bool(_LOOKS_HTML.search(body))
+    if html:
+        text, domains = html_to_text(text)
+        if settings.keep_link_domains and domains:
+            text = f"{text} {' '.join(dict.fromkeys(domains))}"
+    subject_text = _decode_words(decode_bytes(subject[:_MAX_SUBJECT], None)[0])
+    # Whitespace is collapsed later anyway; collapse it first so only text counts.
+    joined = " ".join(f"{subject_text}\n{text}".split())
+    cut = len(joined) > settings.max_chars
+    notes = {
+        "charset_fallback": tuple(fallbacks),
+        "html_converted": html,
+        "link_domains": tuple(dict.fromkeys(domains)),
+        "defects": tuple(dict.fromkeys((*defects, *(("best_effort_cut",) if cut else ())))),
+        "best_effort": True,
+        "sender": sender_of(decode_bytes(sender, None)[0]) if sender else None,
+    }
+    return _finish(joined[: settings.max_chars], settings, count, field="message", notes=notes)
+
+
+def _head_and_body(raw: bytes) -> tuple[bytes, bytes]:
+    end = _HEAD_END.search(raw)
+    if end is not None:
+        return raw[: end.start()], raw[end.end() :]
+    # No blank line: all header if it starts like one (a headers-only mail), else all body.
+    return (raw, b"") if _HEADER_START.match(raw) else (b"", raw)
+
+
+def _raw_header(pattern: re.Pattern[bytes], head: bytes) -> bytes:
+    match = pattern.search(head)
+    return b" ".join(match.group(1).split()) if match else b""
+
+
+def _decode_words(text: str) -> str:
+    """RFC 2047 encoded words (``=?utf-8?q?...?=``) in a raw header, by the same chain."""
+
+    def one(match: re.Match[str]) -> str:
+        charset, kind, data = match.group(1), match.group(2).lower(), match.group(3)
+        try:
+            if kind == "b":
+                payload = base64.b64decode(data + "=" * (-len(data) % 4), validate=False)
+            else:
+                payload = _QP_BYTE.sub(
+                    lambda m: bytes([int(m.group(1), 16)]), data.replace("_", " ").encode()
+                )
+        except (ValueError, UnicodeEncodeError):
+            return match.group(0)
+        return decode_bytes(payload, charset.split("*", 1)[0])[0]
+
+    return _ENCODED_WORD.sub(one, text)
+
+
+def _strip_comments(value: str) -> str:
+    """``value`` without its (possibly nested) parenthesized comments, in one pass."""
+    out, depth = [], 0
+    for ch in value:
+        if ch == "(":
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
 
 
 # --- charsets -----------------------------------------------------------------------------

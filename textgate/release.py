@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import time
 import urllib.error
@@ -44,7 +46,14 @@ import numpy as np
 
 from textgate import bundle
 from textgate.config import ReleaseConfig, RepositoryConfig
-from textgate.errors import BundleError, GateFailed, ModelLoadError, ReleaseError, TritonError
+from textgate.errors import (
+    BundleError,
+    GateFailed,
+    InvalidInput,
+    ModelLoadError,
+    ReleaseError,
+    TritonError,
+)
 from textgate.triton import API_KEY_HEADER  # the header of Triton's restricted API
 
 STATE_DIR = ".textgate-release"
@@ -66,6 +75,26 @@ class ModelControl(Protocol):
 
 # --- names ---------------------------------------------------------------------------------
 
+# One pattern for a released task's name, wherever one arrives (API, CLI, a bundle's
+# manifest, the journal): it becomes a directory and a Triton model name, so no "/", "..",
+# glob characters or upper case. A manifest with task "../../../escape" wrote files outside
+# the repository; "*" made a glob delete every serving spam_v1_* model.
+TASK_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
+_TASK = re.compile(TASK_PATTERN)
+
+
+def check_task(task: object, *, field: str = "task") -> str:
+    """``task`` when it is a valid task name, else an ``InvalidInput`` (a 422) naming it."""
+    if not isinstance(task, str) or not _TASK.fullmatch(task):
+        shown = repr(task)[:80]
+        raise InvalidInput(
+            f"{shown} is not a task name (lower-case letters, digits, '_' and '-'; "
+            "at most 64; starting with a letter or digit)",
+            field=field,
+            reason="invalid_name",
+        )
+    return task
+
 
 def ensemble(task: str, version: int) -> str:
     return f"{task}_v{version}"
@@ -74,7 +103,7 @@ def ensemble(task: str, version: int) -> str:
 def version_models(repo: Path, task: str, version: int) -> list[str]:
     """The version's Triton models, in load order (steps before ensembles)."""
     base = ensemble(task, version)
-    names = sorted(p.parent.name for p in repo.glob(f"{base}_*/config.pbtxt"))
+    names = sorted(p.parent.name for p in repo.glob(f"{glob.escape(base)}_*/config.pbtxt"))
     steps = [n for n in names if not n.endswith("_fp32")]
     fp32 = [n for n in names if n.endswith("_fp32")]
     tail = [base] if (repo / base / "config.pbtxt").is_file() else []
@@ -371,6 +400,7 @@ class Releases:
 
     def add(self, bundle_dir: Path | str, task: str) -> dict[str, Any]:
         """Verify, copy in as the next version, load beside the serving one. Traffic: same."""
+        check_task(task)
         src = Path(bundle_dir)
         manifest = bundle.verify(src)  # BundleError names the bad file; nothing changed yet
         self._check_bundle(src, manifest, task)
@@ -379,17 +409,30 @@ class Releases:
             t = state["tasks"].get(task)
             version = 1 + max([0, *(int(v) for v in (t or {}).get("versions", {}))])
             self._journal({"op": "add", "task": task, "version": version, "seq": state["seq"] + 1})
-            crash_point("add", 1)
-            info = self._install(src, task, version)
-            crash_point("add", 2)
-            self._load(task, version)
-            crash_point("add", 3)
-            state = self._with_version(state, task, version, info)
-            self._commit(state, "add", task, version=version)
+            try:
+                crash_point("add", 1)
+                info = self._install(src, task, version)
+                crash_point("add", 2)
+                self._load(task, version)
+                crash_point("add", 3)
+                state = self._with_version(state, task, version, info)
+                self._commit(state, "add", task, version=version)
+            except Exception:
+                # A failed add (bad copy, model that does not load) is undone now and its
+                # journal removed: left behind, it made every later operation a 409.
+                self._undo_add(task, version)
+                self._finish()
+                raise
             crash_point("add", 4)
             self._unload_retired(state)
             self._finish()
         return {"task": task, "version": version, "model": ensemble(task, version), **info}
+
+    def _undo_add(self, task: str, version: int) -> None:
+        self._unload(version_models(self.repo, task, version))
+        self._remove_models(task, version)
+        shutil.rmtree(self.dir / "bundles" / task / str(version), ignore_errors=True)
+        shutil.rmtree(self.dir / "bundles" / task / f"{version}.tmp", ignore_errors=True)
 
     def _check_bundle(self, src: Path, manifest: Mapping[str, Any], task: str) -> None:
         if manifest.get("task") not in (None, task):
@@ -418,6 +461,7 @@ class Releases:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(src, tmp)
         manifest = bundle.verify(tmp)  # the copy, not the source: catches a bad transfer
+        manifest_sha256 = bundle.sha256_file(tmp / bundle.MANIFEST)
         os.replace(tmp, dest)
         self._remove_models(task, version)  # leftovers of an add that crashed
         result = build([dest], self.repo, self.repository, suffix=f"_v{version}")
@@ -431,7 +475,31 @@ class Releases:
             "metrics": manifest.get("metrics", {}).get("test", {}),
             "models": list(result.models),
             "added": time.time(),
+            # The manifest lists every file's hash but not its own: its hash lives here,
+            # outside the bundle, and is checked before a version is loaded again.
+            "manifest_sha256": manifest_sha256,
         }
+
+    def verify_installed(self, task: str, version: int) -> None:
+        """The installed bundle's manifest is the one recorded at add (BundleError if not)."""
+        info = self.state["tasks"].get(task, {}).get("versions", {}).get(str(version), {})
+        want = info.get("manifest_sha256")
+        if not want:  # added before manifests were recorded
+            return
+        path = self.dir / "bundles" / task / str(version) / bundle.MANIFEST
+        try:
+            have = bundle.sha256_file(path)
+        except OSError as exc:
+            raise BundleError(
+                f"{path}: cannot be read ({exc.strerror})", file=bundle.MANIFEST
+            ) from exc
+        if have != want:
+            raise BundleError(
+                f"{path}: changed since the version was added (sha256 {have[:12]}…, "
+                f"recorded {want[:12]}…)",
+                file=bundle.MANIFEST,
+                hint="re-add the bundle as a new version; do not edit installed bundles",
+            )
 
     def _with_version(
         self, state: dict[str, Any], task: str, version: int, info: dict[str, Any]
@@ -580,8 +648,10 @@ class Releases:
             return []
         out = []
         for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                out.append(str(json.loads(line)["text"]))
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                text = json.loads(line).get("text")
+                if isinstance(text, str):  # rows of events.store_text: false hold a hash only
+                    out.append(text)
         return out[-self.settings.shadow_log_max :]
 
     def compare(self, task: str, infer: Infer, *, data: Path | str | None = None) -> dict[str, Any]:
@@ -660,8 +730,15 @@ class Releases:
         if self.control is None:
             return {"loaded": [], "unloaded": []}
         states = self.control.model_states()
-        want = self.loadable()
-        loaded = [m for m in want if _ready(states, m) is False]
+        loaded = []
+        for task, t in self.state["tasks"].items():
+            for v, info in sorted(t["versions"].items(), key=lambda kv: int(kv[0])):
+                if info.get("retired"):
+                    continue
+                self.verify_installed(task, int(v))  # a changed manifest is not loaded
+                loaded += [
+                    m for m in version_models(self.repo, task, int(v)) if _ready(states, m) is False
+                ]
         for name in loaded:
             self.control.load_model(name)
         unloaded = []
@@ -727,10 +804,12 @@ class Releases:
         state = self.state
         committed = int(state["seq"]) >= int(intent.get("seq", 1 << 62))
         if intent.get("op") == "add" and not committed:
-            task, version = intent["task"], int(intent["version"])
-            self._unload(version_models(self.repo, task, version))
-            self._remove_models(task, version)
-            shutil.rmtree(self.dir / "bundles" / task / str(version), ignore_errors=True)
+            try:  # a journal naming "../x" or "*" must not steer a delete
+                task, version = check_task(intent.get("task")), int(intent["version"])
+            except (InvalidInput, KeyError, TypeError, ValueError):
+                task, version = "", 0
+            if task and version > 0:
+                self._undo_add(task, version)
         if committed:
             self._unload_retired(state)
         self._finish()

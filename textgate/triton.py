@@ -210,6 +210,17 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+# What tritonserver and its Python-backend stubs get of our environment: locale, paths and
+# the thread/device knobs of ONNX Runtime and CUDA. Not the rest: TEXTGATE_* overrides carry
+# the admin token, tenant API keys and broker credentials, which models never need.
+_ENV_KEEP = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "SHELL"})
+_ENV_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVIDIA_", "ORT_", "TRITON_")
+
+
+def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k in _ENV_KEEP or k.startswith(_ENV_PREFIXES)}
+
+
 class TritonServer:
     """One tritonserver process serving one model repository in explicit control mode."""
 
@@ -523,7 +534,7 @@ class TritonServer:
         return args + self.extra_args
 
     def _env(self, inst: Installation) -> dict[str, str]:
-        env = dict(os.environ)
+        env = scrubbed_env(os.environ)
         env["LD_LIBRARY_PATH"] = library_path(inst, os.environ)
         env[SITE_PACKAGES_ENV] = os.pathsep.join(site_packages())
         return env

@@ -55,13 +55,12 @@ def run_gateway(
     config_path: Path | None = None,
 ) -> Iterator[RunningGateway]:
     from textgate.gateway.app import create_app
+    from textgate.gateway.frontdoor import uvicorn_config
 
     cfg = config if isinstance(config, Config) else Config.from_dict(config)
     app = create_app(cfg, endpoints=endpoints, config_path=config_path)
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(app, cfg.gateway, host="127.0.0.1", port=port))
     thread = threading.Thread(target=server.run, daemon=True, name="gateway")
     thread.start()
     deadline = time.monotonic() + 30

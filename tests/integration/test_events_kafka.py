@@ -31,6 +31,7 @@ TOPIC = "textgate.events"
 def event(i: int, prefix: str = "req") -> Event:
     return Event.of(
         text=f"message {i}",
+        event_id=f"{prefix}-{i:05d}",  # the Kafka key; fixed here to check exactly-once
         request_id=f"{prefix}-{i:05d}",
         task="spam",
         model="spam",

@@ -16,7 +16,7 @@ import pytest
 
 from textgate import bundle, release
 from textgate.config import ReleaseConfig
-from textgate.errors import BundleError, GateFailed, ReleaseError
+from textgate.errors import BundleError, GateFailed, InvalidInput, ModelLoadError, ReleaseError
 
 HERE = Path(__file__).resolve().parent
 
@@ -405,3 +405,110 @@ def test_compare_paces_its_inference_to_the_configured_rate(
     assert now[0] == pytest.approx(40 / 20.0)  # 40 texts at 20/s take 2 s
     assert release._probs(infer, "spam_v1", ["t"] * 16, 2, rate=0.0).shape == (16, 2)
     assert len(slept) == 5  # the unpaced call asked for no sleep
+
+
+# --- hostile names and bundles (issue 10 §4) ---------------------------------------------
+# Traversal and glob names refused at every entry point, the serving models survive, a
+# failed add leaves no journal, and an installed manifest that changed is not loaded.
+
+HOSTILE_NAMES = [
+    "../../../escape",
+    "*",
+    "spam_v1_*",
+    "a/b",
+    "..",
+    "",
+    "Spam",
+    "x" * 65,
+    "a b",
+    "sp?m",
+]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> tuple[release.Releases, FileControl, Path]:
+    control = FileControl(tmp_path / "loaded.json")
+    rel = _open(tmp_path / "repo", control)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    return rel, control, tmp_path
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_hostile_task_name_is_refused_before_anything_is_touched(
+    served: tuple[release.Releases, FileControl, Path], name: str
+) -> None:
+    rel, control, tmp = served
+    before = sorted(p.name for p in rel.repo.iterdir())
+    loaded = control._get()
+    src = make_bundle(tmp, f"evil{abs(hash(name))}", task=name or "spam")
+    with pytest.raises(InvalidInput) as err:
+        rel.add(src, name)
+    assert err.value.field == "task" and err.value.reason == "invalid_name"
+    assert sorted(p.name for p in rel.repo.iterdir()) == before  # serving models survive
+    assert control._get() == loaded and not rel.journal_path.exists()
+    assert not (tmp / "escape").exists()
+    rel.add(make_bundle(tmp, f"ok{abs(hash(name))}"), "spam")  # nothing is blocked
+
+
+def test_the_task_pattern_accepts_ordinary_names() -> None:
+    for name in ("spam", "spam-sms", "sentiment_zh", "a", "0" + "x" * 63):
+        assert release.check_task(name) == name
+
+
+def test_version_models_escapes_glob_characters(
+    served: tuple[release.Releases, FileControl, Path],
+) -> None:
+    rel, _, _ = served
+    assert release.version_models(rel.repo, "spam", 1)
+    assert release.version_models(rel.repo, "*", 1) == []  # not every *_v1_* model
+    assert release.version_models(rel.repo, "s[p]am", 1) == []
+
+
+def test_a_failed_add_leaves_no_journal_and_blocks_nothing(
+    served: tuple[release.Releases, FileControl, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rel, control, tmp = served
+
+    def fail(name: str) -> None:
+        raise ModelLoadError(name, "out of memory")
+
+    monkeypatch.setattr(control, "load_model", fail)
+    with pytest.raises(ModelLoadError):
+        rel.add(make_bundle(tmp, "b2"), "spam")
+    assert not rel.journal_path.exists()
+    assert not (rel.dir / "bundles" / "spam" / "2").exists()
+    assert release.version_models(rel.repo, "spam", 2) == []
+    monkeypatch.undo()
+    assert rel.add(make_bundle(tmp, "b3"), "spam")["version"] == 2  # the next add works
+
+
+def test_a_hostile_journal_steers_no_delete(
+    served: tuple[release.Releases, FileControl, Path],
+) -> None:
+    rel, control, _ = served
+    models = sorted(p.name for p in rel.repo.iterdir())
+    release.write_json_atomic(rel.journal_path, {"op": "add", "task": "*", "version": 1, "seq": 99})
+    reopened = _open(rel.repo, control)
+    assert not reopened.journal_path.exists()
+    assert sorted(p.name for p in rel.repo.iterdir()) == models
+    assert reopened.task("spam")["serving"] == 1
+
+
+def test_a_changed_installed_manifest_is_not_loaded(
+    served: tuple[release.Releases, FileControl, Path],
+) -> None:
+    rel, control, _ = served
+    info = rel.state["tasks"]["spam"]["versions"]["1"]
+    installed = rel.dir / "bundles" / "spam" / "1" / bundle.MANIFEST
+    assert info["manifest_sha256"] == bundle.sha256_file(installed)
+    rel.verify_installed("spam", 1)
+    data = json.loads(installed.read_text(encoding="utf-8"))
+    data["labels"] = ["spam", "ham"]  # every listed file's hash still matches
+    installed.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BundleError, match="changed since the version was added") as err:
+        rel.verify_installed("spam", 1)
+    assert err.value.file == bundle.MANIFEST
+    control._put(set())  # a restarted Triton: reconcile would load the version again
+    with pytest.raises(BundleError):
+        rel.reconcile()
+    assert control._get() == set()

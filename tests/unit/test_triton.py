@@ -239,3 +239,26 @@ def test_log_text_quotes_only_this_run(tmp_path: Path) -> None:
         assert "earlier run" in log.read_text()  # the file keeps its history
     finally:
         server.stop()
+
+
+def test_tritonserver_gets_a_scrubbed_environment() -> None:
+    from textgate.triton import scrubbed_env
+
+    env = {
+        "PATH": "/usr/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "OMP_NUM_THREADS": "2",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TEXTGATE_GATEWAY__ADMIN_TOKEN": "secret-admin-token",
+        "TEXTGATE_EVENTS__KAFKA__PASSWORD": "secret",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "PYTHONPATH": "/somewhere",
+    }
+    assert scrubbed_env(env) == {
+        "PATH": "/usr/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "OMP_NUM_THREADS": "2",
+        "CUDA_VISIBLE_DEVICES": "0",
+    }

@@ -6,10 +6,12 @@ status.py     the exception tree -> HTTP status table, and the gateway's own err
 policy.py     scores -> actions per task, per-tenant overrides
 routing.py    which Triton model answers a task (discovered from Triton)
 rescore.py    fast variant -> fp32 re-score inside the band around a threshold
-limiter.py    bounded in-flight work and waiting queue (429 beyond)
+limiter.py    bounded in-flight pieces and waiting queue (429 beyond)
 metrics.py    Prometheus metrics
 logs.py       JSON logs with the request id; X-Request-ID and traceparent handling
 replay.py     the replay store for anomalous outputs
 adapters.py   normalization and event outbox, behind small interfaces
 server.py     `textgate serve`: embedded Triton + uvicorn, reload on SIGHUP
+frontdoor.py  per-connection limits before the app: head size, read deadlines, caps
+pool.py       e-mail parsing in killable worker processes, with a time budget
 """

@@ -62,6 +62,13 @@ class Preparer:
         n = _normalize.normalize_text(text, self.settings, field=field_name)
         return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
 
+    async def email_off_loop(self, raw: bytes, pool: Any) -> Prepared:
+        """``email`` in the parse pool (time budget, killable); in-process without one."""
+        if pool is None or _normalize is None:
+            return self.email(raw)
+        n = await pool.email(raw, self.settings)
+        return Prepared(n.text, tuple(n.pieces), _notes(n.notes))
+
     def email(self, raw: bytes) -> Prepared:
         if _normalize is None:
             message = email.message_from_bytes(raw, policy=email.policy.default)
@@ -116,6 +123,23 @@ class EventSink:
             return
         store = bool(getattr(self.config, "store_text", False))
         await self.outbox.put(_Event.of(text=text, store_text=store, **fields))
+
+    async def put_batch(self, items: list[dict[str, Any]], record: Any = None) -> str | None:
+        """A request's events (one per text) in one transaction, with its idempotency
+        record; returns the stored answer when the record repeats an earlier request."""
+        if self.outbox is None or _Event is None:
+            return None
+        store = bool(getattr(self.config, "store_text", False))
+        events = [_Event.of(store_text=store, **fields) for fields in items]
+        result: str | None = await self.outbox.put_batch(events, record)
+        return result
+
+    async def lookup(self, tenant: str | None, client_id: str) -> tuple[str, str] | None:
+        """(payload hash, stored answer) of an earlier request with this client id."""
+        if self.outbox is None:
+            return None
+        found: tuple[str, str] | None = await self.outbox.lookup(tenant, client_id)
+        return found
 
     async def put_release(self, **fields: Any) -> None:
         """A release switch (``textgate.release-event/1``) into the same outbox."""

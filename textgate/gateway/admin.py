@@ -33,8 +33,9 @@ from textgate import release
 from textgate.config import Config
 from textgate.errors import BundleError, ReleaseError, TextgateError
 from textgate.gateway import logs
+from textgate.gateway.events import text_hash
 from textgate.gateway.routing import Route
-from textgate.gateway.status import Conflict, Unauthorized, ValidationFailed
+from textgate.gateway.status import BodyTooLarge, Conflict, Unauthorized, ValidationFailed
 
 if TYPE_CHECKING:
     from textgate.gateway.app import Gateway
@@ -141,10 +142,14 @@ class ReleaseHook(release.StateView):
             logs.event("shadow copy failed", logging.WARNING, error=exc.message)
             return
         rows = []
+        store = bool(getattr(getattr(self.gateway.config, "events", None), "store_text", False))
         for text, s, c in zip(texts, probs, pred.probabilities.tolist(), strict=True):
             agree = int(np.argmax(s)) == int(np.argmax(c))
             self.shadowed.labels(route.task, str(agree).lower()).inc()
-            row = {"text": text, "serving": route.version, "candidate": candidate}
+            # events.store_text: false keeps texts off disk here too (compare then needs
+            # labelled data: it has no shadowed texts to run).
+            kept: dict[str, Any] = {"text": text} if store else {"text_sha256": text_hash(text)}
+            row = {**kept, "serving": route.version, "candidate": candidate}
             rows.append({**row, "agree": agree, "serving_probs": list(s), "candidate_probs": c})
         await asyncio.to_thread(self._record, route.task, rows)
 
@@ -209,11 +214,40 @@ def release_hook(config: Config, gateway: Gateway) -> ReleaseHook | None:
 # --- the admin API -----------------------------------------------------------------------------
 
 
+# Admin bodies are a few small JSON fields; a 32 MB unauthenticated body was read and
+# parsed before the token was looked at.
+MAX_BODY = 65_536
+_TASK = Field(pattern=f"^{release.TASK_PATTERN}$", description="task name")
+_MODEL = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", description="Triton model name")
+
+
 def require_admin(request: Request) -> None:
     token = request.app.state.gateway.config.gateway.admin_token
     given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
     if not token or not hmac.compare_digest(token.encode(), given.encode()):
         raise Unauthorized("admin token missing or wrong", field="authorization")
+
+
+def check_before_body(request: Request) -> None:
+    """Auth, then the body's declared size, from the headers alone (a middleware calls
+    this before anything reads the body)."""
+    require_admin(request)
+    if request.method in ("GET", "HEAD"):
+        return
+    length = request.headers.get("content-length")
+    chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
+    if (length is None and chunked) or (length is not None and not length.isdigit()):
+        raise BodyTooLarge(
+            f"admin requests need a Content-Length of at most {MAX_BODY} bytes",
+            field="content-length",
+            reason="length_required",
+        )
+    if length is not None and int(length) > MAX_BODY:
+        raise BodyTooLarge(
+            f"body of {length} bytes is over the admin limit of {MAX_BODY}",
+            field="body",
+            reason="too_large",
+        )
 
 
 # Operator-only: kept out of the public OpenAPI schema (docs/lifecycle.md documents it).
@@ -226,34 +260,38 @@ router = APIRouter(
 
 
 class AddBody(BaseModel):
-    bundle: str = Field(description="bundle directory, as the gateway's host sees it")
-    task: str
+    bundle: str = Field(
+        description="bundle directory, as the gateway's host sees it", min_length=1, max_length=4096
+    )
+    task: str = _TASK
 
 
 class CanaryBody(BaseModel):
-    task: str
+    task: str = _TASK
     percent: float = Field(ge=0, le=100)
     key: str | None = Field(None, description="tenant | sender | request_id")
 
 
 class TaskBody(BaseModel):
-    task: str
-    reason: str = ""
+    task: str = _TASK
+    reason: str = Field("", max_length=1000)
 
 
 class CompareBody(BaseModel):
-    task: str
-    data: str | None = Field(None, description='JSONL {"text", "label"} on the gateway host')
+    task: str = _TASK
+    data: str | None = Field(
+        None, description='JSONL {"text", "label"} on the gateway host', max_length=4096
+    )
 
 
 class PromoteBody(BaseModel):
-    task: str
+    task: str = _TASK
     force: bool = False
-    reason: str = ""
+    reason: str = Field("", max_length=1000)
 
 
 class ModelBody(BaseModel):
-    model: str
+    model: str = _MODEL
 
 
 def _hook(request: Request) -> ReleaseHook:
@@ -275,6 +313,10 @@ async def _run(request: Request, op: str, fn: Any, *args: Any, **kw: Any) -> Any
     except BundleError as exc:  # the caller's bundle is bad: a 4xx naming the file
         hook.operations.labels(op, "refused").inc()
         raise ValidationFailed(exc.message, field="bundle", hint=exc.hint) from None
+    except OSError as exc:  # a path the OS refuses (too long, not a directory): the input
+        hook.operations.labels(op, "refused").inc()
+        why = exc.strerror or type(exc).__name__
+        raise ValidationFailed(f"path cannot be used: {why}", field="bundle") from None
     except TextgateError:
         hook.operations.labels(op, "failed").inc()
         raise

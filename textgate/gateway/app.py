@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import json
 import logging
@@ -26,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from textgate import __version__, normalize
 from textgate.client import TritonClient
@@ -36,6 +38,7 @@ from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.policy import Policy, check_labels
+from textgate.gateway.pool import ParsePool
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover
 from textgate.gateway.service import Context, Runtime, Service
@@ -54,6 +57,7 @@ JSON_TYPES = ("application/json",)
 EMAIL_TYPES = ("message/rfc822",)
 TEXT_TYPES = ("text/plain",)
 _DISCOVERY_RETRY_S = 1.0
+_READY_MISSES = 3
 
 
 # --- schema (documentation of the wire format; the handlers validate by hand) -------------
@@ -121,7 +125,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _REQUEST_BODY = {
     "required": True,
     "content": {
-        "application/json": {"schema": {"$ref": "#/components/schemas/ClassifyRequest"}},
+        # Inline: no route declares the model, so a $ref to it dangled in the published schema.
+        "application/json": {"schema": ClassifyRequest.model_json_schema()},
         "message/rfc822": {"schema": {"type": "string", "format": "binary"}},
         "text/plain": {"schema": {"type": "string"}},
     },
@@ -154,6 +159,9 @@ class Gateway:
         self._discovery: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
         self.releases = admin.release_hook(config, self)  # versions of released tasks
+        self.parse_pool: ParsePool | None = None
+        self._misses: dict[str, int] = {}  # consecutive failed readiness probes per model
+        self._was_ready: set[str] = set()
 
     def _endpoints(self, config: Config) -> list[str]:
         return self.endpoints_override or list(config.client.endpoints)
@@ -171,11 +179,17 @@ class Gateway:
             client=client,
             preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
+            parse_pool=getattr(self, "parse_pool", None),
         )
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        gw = self.config.gateway
+        if gw.parse_workers:
+            self.parse_pool = ParsePool(workers=gw.parse_workers, budget_s=gw.parse_budget_s)
+            await self.parse_pool.start()
+            self.runtime.parse_pool = self.parse_pool
         await self.events.start(self.metrics.registry)
         await self.runtime.client.start()
         if self.releases is not None:
@@ -190,6 +204,9 @@ class Gateway:
         if self._discovery is not None:
             self._discovery.cancel()
         await self.runtime.client.close()
+        if self.parse_pool is not None:
+            await self.parse_pool.close()
+            self.parse_pool = None
         await self.events.stop()
         if self.releases is not None:
             await self.releases.stop()
@@ -254,11 +271,21 @@ class Gateway:
         return {"tasks": sorted(router.routes), "new_client": not same_client}
 
     async def ready(self) -> tuple[bool, str]:
+        """Ready when every model is. Hysteresis: a model that was ready counts as down
+        only after ``_READY_MISSES`` failed probes in a row (one slow probe under load
+        flipped /readyz and took the gateway out of its load balancer)."""
         rt = self.runtime
         if not rt.router.routes:
             return False, "no task discovered yet"
         states = await rt.client.models_ready(rt.router.models())
-        down = [m for m, ok in states.items() if not ok]
+        down = []
+        for model, ok in states.items():
+            misses = 0 if ok else self._misses.get(model, 0) + 1
+            self._misses[model] = misses
+            if ok:
+                self._was_ready.add(model)
+            elif model not in self._was_ready or misses >= _READY_MISSES:
+                down.append(model)
         return (not down, f"not ready: {', '.join(down)}" if down else "ready")
 
 
@@ -298,13 +325,18 @@ async def _read_body(request: Request, limit: int) -> bytes:
             f"body of {length} bytes is over the limit of {limit}", field="body", reason="too_large"
         )
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(
-                f"body is over the limit of {limit} bytes", field="body", reason="too_large"
-            )
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(
+                    f"body is over the limit of {limit} bytes", field="body", reason="too_large"
+                )
+            chunks.append(chunk)
+    except ClientDisconnect:  # the front door's body deadline, or the client gave up
+        raise ValidationFailed(
+            "the body did not arrive", field="body", reason="incomplete"
+        ) from None
     return b"".join(chunks)
 
 
@@ -366,7 +398,8 @@ def _error_response(exc: BaseException, request: Request, gateway: Gateway) -> J
     rid = getattr(request.state, "request_id", "") or logs.request_id_var.get()
     code = status_of(exc)
     if code >= 500 and not isinstance(exc, TextgateError):
-        logs.logger.exception("unexpected error", exc_info=exc)
+        # The detail goes to the log, under the request id; the client gets a generic body.
+        logs.logger.error("unexpected error", exc_info=exc, extra={"request_id": rid, "fields": {}})
     headers = {}
     after = retry_after(exc, gateway.config.gateway.retry_after_s)
     if after is not None:
@@ -440,7 +473,7 @@ def _routes(app: FastAPI) -> None:
         openapi_extra={"requestBody": _REQUEST_BODY},
         summary="Classify a text, a batch of texts, or a raw e-mail",
     )
-    async def classify(task: str, request: Request) -> Any:
+    async def classify(task: str, request: Request, response: Response) -> Any:
         gw = _gw(request)
         rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
         ctx = Context(request_id=request.state.request_id, headers=_triton_headers(request))
@@ -451,7 +484,12 @@ def _routes(app: FastAPI) -> None:
         raw = _parse(media, body, rt.config.gateway.max_batch)
         ctx.tenant = rt.policy.tenant(request.headers)
         ctx.sender = request.headers.get("x-sender")  # a canary key option
+        if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
+            ctx.client_id = ctx.request_id
+            ctx.payload_sha256 = _payload_hash(task, media, body)
         results = await gw.service.classify(rt, task, raw, ctx)
+        if ctx.repeated:
+            response.headers["X-Idempotent-Replay"] = "true"
         for r in results:
             gw.metrics.requests.labels(task, r["action"], "200").inc()
         gw.metrics.observe_stages(ctx.timings_ms)
@@ -462,7 +500,8 @@ def _routes(app: FastAPI) -> None:
     async def models(request: Request) -> dict[str, Any]:
         rt = _gw(request).runtime
         out = []
-        for name, route in sorted(rt.router.routes.items()):
+        for name in rt.router.public():
+            route = rt.router.routes[name]
             rule = rt.policy.rule(name)
             out.append(
                 {
@@ -523,6 +562,13 @@ def _routes(app: FastAPI) -> None:
         return {"reloaded": True, **await gw.reload()}
 
 
+def _payload_hash(task: str, media: str, body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (task.encode("utf-8", "surrogatepass"), media.encode("latin-1", "replace"), body):
+        digest.update(len(part).to_bytes(8, "big") + part)  # length-prefixed: unambiguous
+    return digest.hexdigest()
+
+
 def _overrides(rt: Runtime, task: str) -> list[str]:
     return [t.name for t in rt.config.policy.tenants if any(p.task == task for p in t.tasks)]
 
@@ -557,6 +603,18 @@ def _handlers(app: FastAPI) -> None:
 
 
 def _middleware(app: FastAPI) -> None:
+    # Added first, so it runs inside ``context`` (which sets the request id).
+    @app.middleware("http")
+    async def admin_gate(request: Request, call_next: Any) -> Response:
+        gw: Gateway | None = getattr(request.app.state, "gateway", None)
+        if gw is not None and request.url.path.startswith("/admin/"):
+            try:
+                admin.check_before_body(request)
+            except GatewayError as exc:
+                return _error_response(exc, request, gw)
+        response: Response = await call_next(request)
+        return response
+
     @app.middleware("http")
     async def context(request: Request, call_next: Any) -> Response:
         rid = logs.request_id(request.headers.get("x-request-id"))
@@ -582,9 +640,11 @@ def _middleware(app: FastAPI) -> None:
 
 def _account(gw: Gateway, request: Request, response: Response, rid: str, start: float) -> None:
     task = request.path_params.get("task") or request.url.path.rsplit("/", 1)[-1]
+    # Labels only for tasks that exist: 60 random task names were 60 new series each.
+    task = task if task in gw.runtime.router.public() else "unknown"
     code = response.status_code
     if code != 200:
-        gw.metrics.requests.labels(task[:64], "none", str(code)).inc()
+        gw.metrics.requests.labels(task, "none", str(code)).inc()
     if code == 429:
         gw.metrics.rejected.inc()
     logs.logger.info(
@@ -592,7 +652,7 @@ def _account(gw: Gateway, request: Request, response: Response, rid: str, start:
         extra={
             "request_id": rid,
             "fields": {
-                "task": task[:64],
+                "task": task,
                 "status": code,
                 "ms": round((time.perf_counter() - start) * 1000, 2),
                 "trace_id": request.state.trace.trace_id,

@@ -1,9 +1,14 @@
 """The events: one per classified text, one per release switch; versioned, JSON on the wire.
 
 The gateway builds an ``Event`` per classification, the ``Outbox`` stores its JSON, the
-``Publisher`` sends that JSON to Kafka keyed by ``request_id`` (the dedup key for consumers).
+``Publisher`` sends that JSON to Kafka keyed by ``event_id`` (the dedup key for consumers).
 ``EVENT_SCHEMA`` is the JSON Schema of ``Event.to_dict()``; a new incompatible field means a
-new ``schema`` value (``textgate.event/2``), never a silent change.
+new ``schema`` value, never a silent change.
+
+``textgate.event/2`` (was ``/1``): the key is the server's ``event_id``, never the client's.
+Keyed by the client's ``X-Request-ID``, a client that sent one id twice (first a benign
+text, then spam) kept only the earlier event, and an id such as ``release/spam/7`` took a
+release event's place. ``request_id`` is now a plain field (not unique).
 
 A promote, rollback or automatic canary rollback is a ``ReleaseEvent`` on the same outbox and
 topic under its own schema id, ``textgate.release-event/1`` (``RELEASE_EVENT_SCHEMA``): a
@@ -14,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA_ID = "textgate.event/1"
+SCHEMA_ID = "textgate.event/2"
 
 EVENT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -28,6 +34,7 @@ EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [
         "schema",
+        "event_id",
         "request_id",
         "time",
         "task",
@@ -43,7 +50,16 @@ EVENT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "schema": {"const": SCHEMA_ID},
-        "request_id": {"type": "string", "minLength": 1, "description": "the dedup key"},
+        "event_id": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{32}$",
+            "description": "the server's id of this event: the dedup and Kafka key",
+        },
+        "request_id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the client's X-Request-ID (or the gateway's); not unique",
+        },
         "time": {"type": "number", "description": "Unix time (s) the event was made"},
         "task": {"type": "string"},
         "model": {"type": "string", "description": "Triton model (ensemble) name"},
@@ -73,7 +89,8 @@ RELEASE_EVENT_SCHEMA: dict[str, Any] = {
         "schema": {"const": RELEASE_SCHEMA_ID},
         "request_id": {
             "type": "string",
-            "description": "the dedup key: release/<task>/<state sequence number>",
+            "description": "the dedup and Kafka key: release/<task>/<state sequence number> "
+            "(its own key space: classification keys are 32 hex digits)",
         },
         "time": {"type": "number"},
         "task": {"type": "string"},
@@ -89,6 +106,11 @@ RELEASE_EVENT_SCHEMA: dict[str, Any] = {
         "forced": {"type": "boolean", "description": "a promote past a failed gate"},
     },
 }
+
+
+def new_event_id() -> str:
+    """128 random bits: unguessable, so no client can pre-empt or overwrite an event."""
+    return secrets.token_hex(16)
 
 
 def text_hash(text: str) -> str:
@@ -113,11 +135,17 @@ class Event:
     text: str | None = None
     tenant: str | None = None
     time: float = field(default_factory=time.time)
+    event_id: str = field(default_factory=new_event_id)
     schema: str = SCHEMA_ID
 
     def __post_init__(self) -> None:
         if not self.request_id:
-            raise ValueError("an event needs a request_id (it is the dedup key)")
+            raise ValueError("an event needs a request_id (the client's, or the gateway's)")
+
+    @property
+    def key(self) -> str:
+        """The outbox's unique key and the Kafka message key."""
+        return self.event_id
 
     @classmethod
     def of(cls, *, text: str, store_text: bool = False, **fields: Any) -> Event:
@@ -151,6 +179,11 @@ class ReleaseEvent:
     forced: bool = False
     time: float = field(default_factory=time.time)
     schema: str = RELEASE_SCHEMA_ID
+
+    @property
+    def key(self) -> str:
+        """``release/<task>/<seq>``: a retried switch is stored once."""
+        return self.request_id
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -58,6 +58,19 @@ class Metrics:
         self.replays = Counter(
             "textgate_replay_saved", "Anomalous outputs saved to the replay store", registry=r
         )
+        self.best_effort = Counter(
+            "textgate_best_effort",
+            "E-mails read best-effort (guard tripped, unreadable MIME, parse time budget)",
+            ["reason"],
+            registry=r,
+        )
+        self.repeated_ids = Counter(
+            "textgate_repeated_request_ids",
+            "Requests whose X-Request-ID was seen before (same tenant): replayed = same "
+            "payload, answered from the record; new_payload = scored as a new request",
+            ["outcome"],
+            registry=r,
+        )
         self.reloads = Counter(
             "textgate_config_reloads", "Config reloads by result", ["result"], registry=r
         )

@@ -16,14 +16,23 @@ Bound (``max_depth`` unpublished events): ``reject`` raises ``OutboxFull`` at on
 gateway answers 503 with Retry-After: accepted work is never dropped, new work is refused);
 ``block`` waits up to ``block_timeout_s`` for the publisher to make room, then rejects.
 
-A request id is stored once: a second ``put`` with the same id is a no-op returning False,
-while both rows' window overlaps (unpublished rows plus ``retain_published`` published ones).
+An event key is stored once: a second ``put`` with the same key is a no-op returning
+False, while both rows' window overlaps (unpublished rows plus ``retain_published``
+published ones). Keys are the server's ``event_id`` (release events: ``release/...``); the
+``request_id`` column keeps its name from schema 1 and holds that key.
+
+Idempotent requests (``put_batch`` with a ``RequestRecord``): the ``requests`` table maps
+(tenant, client request id) to the payload's hash and the answer given. A repeat with the
+same hash writes nothing and gets the stored answer; with another hash it is a new request
+and its record replaces the old one. The check and the batch's events are one transaction,
+so two concurrent repeats cannot both write.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import queue
 import sqlite3
 import threading
@@ -36,7 +45,7 @@ from typing import Any, Literal, TypeVar
 from textgate.errors import OutboxError, OutboxFull
 from textgate.gateway.events import Event, ReleaseEvent
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the requests table (additive; a version-1 file is migrated)
 T = TypeVar("T")
 
 _DDL = """
@@ -50,6 +59,14 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_pending ON events(id) WHERE published_at IS NULL;
 CREATE INDEX IF NOT EXISTS events_published ON events(id) WHERE published_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS requests (
+    tenant TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    payload_sha256 TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (tenant, client_id)
+);
 """
 
 _COLUMNS = "id, request_id, created_at, payload, published_at, attempts"
@@ -58,11 +75,21 @@ _COLUMNS = "id, request_id, created_at, payload, published_at, attempts"
 @dataclass(frozen=True)
 class OutboxRow:
     id: int
-    request_id: str
+    key: str  # the event's key (the column is named request_id since schema 1)
     created_at: float
     payload: str  # the event's JSON, sent to Kafka as is
     published_at: float | None
     attempts: int
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """A client request id, for idempotency: same tenant + id + payload hash = a repeat."""
+
+    tenant: str | None
+    client_id: str
+    payload_sha256: str
+    response: str  # the answer's JSON, returned as is to a repeat
 
 
 @dataclass
@@ -70,7 +97,8 @@ class OutboxStats:
     """Plain counters (read by the metrics collector); written by the writer thread only."""
 
     written: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # puts of a key already stored
+    repeats: int = 0  # requests answered from their record, nothing written
     rejected: int = 0
     published: int = 0
 
@@ -96,6 +124,7 @@ class Outbox:
         retry_after_s: int = 5,
         synchronous: Literal["full", "normal"] = "full",
         retain_published: int = 10_000,
+        retain_requests: int = 10_000,
         publishing: bool = True,
         busy_timeout_s: float = 5.0,
         max_group: int = 512,
@@ -106,6 +135,7 @@ class Outbox:
         self.block_timeout_s = block_timeout_s
         self.retry_after_s = retry_after_s
         self.retain_published = retain_published
+        self.retain_requests = retain_requests
         # Without a broker the outbox is the sink: rows are stored as already delivered.
         self.publishing = publishing
         self.stats = OutboxStats()
@@ -153,6 +183,28 @@ class Outbox:
                 if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(0.01)  # the publisher acks in batches; poll for room
+
+    async def put_batch(
+        self, events: Sequence[Event], record: RequestRecord | None = None
+    ) -> str | None:
+        """A request's events in one transaction, with its idempotency record.
+
+        Returns None when written, or the stored answer when ``record`` repeats an earlier
+        request (same tenant, id and payload hash): then nothing is written.
+        """
+        payloads = [(e.key, e.time, e.to_json()) for e in events]
+        deadline = time.monotonic() + (self.block_timeout_s if self.overflow == "block" else 0)
+        while True:
+            try:
+                return await self._submit(lambda conn: self._put_batch(conn, payloads, record))
+            except OutboxFull:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.01)
+
+    async def lookup(self, tenant: str | None, client_id: str) -> tuple[str, str] | None:
+        """(payload hash, stored answer) of an earlier request with this id, or None."""
+        return await self._submit(lambda conn: self._lookup(conn, tenant, client_id))
 
     def put_sync(self, event: Event | ReleaseEvent) -> bool:
         """``put`` for code outside an event loop (reject policy only)."""
@@ -221,6 +273,7 @@ class Outbox:
                     break
         finally:
             conn.close()
+            self._unlock_writer()
             self._fail_leftovers()
 
     def _fail_leftovers(self) -> None:
@@ -288,8 +341,10 @@ class Outbox:
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock_writer()
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
         except (OSError, sqlite3.Error) as exc:
+            self._unlock_writer()
             raise self._error(exc) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
@@ -303,6 +358,27 @@ class Outbox:
             conn.close()
             raise self._error(exc) from exc
         return conn
+
+    def _lock_writer(self) -> None:
+        """One writer per file, held while open: two gateways on one outbox would each
+        publish every event (SQLite's own locks serialize writes, not ownership)."""
+        self._lock_fh: Any = open(self.path.with_name(self.path.name + ".lock"), "a+")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._unlock_writer()
+            raise OutboxError(
+                "is locked by another process (another gateway writes it)",
+                path=self.path,
+                hint="one gateway process per outbox file: stop the other one "
+                "or give each its own events.outbox_path",
+            ) from None
+
+    def _unlock_writer(self) -> None:
+        fh = getattr(self, "_lock_fh", None)
+        if fh is not None:
+            fh.close()  # closing the descriptor releases the flock
+            self._lock_fh = None
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -353,7 +429,63 @@ class Outbox:
 
     def _put_fn(self, event: Event | ReleaseEvent) -> Callable[[sqlite3.Connection], bool]:
         payload = event.to_json()  # serialized by the caller, outside the writer thread
-        return lambda conn: self._put(conn, event.request_id, event.time, payload)
+        return lambda conn: self._put(conn, event.key, event.time, payload)
+
+    def _lookup(
+        self, conn: sqlite3.Connection, tenant: str | None, client_id: str
+    ) -> tuple[str, str] | None:
+        row = conn.execute(
+            "SELECT payload_sha256, response FROM requests WHERE tenant = ? AND client_id = ?",
+            (tenant or "", client_id),
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def _put_batch(
+        self,
+        conn: sqlite3.Connection,
+        payloads: Sequence[tuple[str, float, str]],
+        record: RequestRecord | None,
+    ) -> str | None:
+        if record is not None:
+            earlier = self._lookup(conn, record.tenant, record.client_id)
+            if earlier is not None and earlier[0] == record.payload_sha256:
+                self.stats.repeats += 1
+                return earlier[1]
+        room = self.max_depth - self._depth
+        if self.publishing and len(payloads) > room:
+            self.stats.rejected += 1
+            raise OutboxFull(
+                f"holds {self._depth} unpublished events (events.max_depth)",
+                path=self.path,
+                retry_after_s=self.retry_after_s,
+            )
+        # One SAVEPOINT: a failure half-way leaves none of this request's events behind,
+        # while the other writers of the group commit keep theirs.
+        conn.execute("SAVEPOINT batch")
+        try:
+            for key, created, payload in payloads:
+                self._put(conn, key, created, payload)
+            if record is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?)",
+                    (record.tenant or "", record.client_id, record.payload_sha256,
+                     record.response, time.time()),
+                )  # fmt: skip
+                self._prune_requests(conn)
+        except BaseException:
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            self._resync(conn)  # _put counted rows that are gone again
+            raise
+        conn.execute("RELEASE batch")
+        return None
+
+    def _prune_requests(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "DELETE FROM requests WHERE rowid <= ("
+            " SELECT rowid FROM requests ORDER BY rowid DESC LIMIT 1 OFFSET ?)",
+            (self.retain_requests,),
+        )
 
     def _put(self, conn: sqlite3.Connection, request_id: str, created: float, payload: str) -> bool:
         if self.publishing and self._depth >= self.max_depth:

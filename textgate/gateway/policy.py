@@ -114,3 +114,19 @@ class Policy:
         self, task: str, labels: Sequence[str], probs: Sequence[float], tenant: str | None
     ) -> Verdict:
         return decide(self.rule(task, tenant), labels, probs)
+
+
+# --- malformed mail (issue 9 §4) ----------------------------------------------------------
+
+_SEVERITY = {"allow": 0, "review": 1, "quarantine": 2}
+
+
+def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:
+    """A message read best-effort gets at least ``malformed_action``: breaking the MIME
+    must not lower a verdict, and a person sees the strange mail. Label-kind tasks have no
+    such action and keep the model's."""
+    if rule.kind != "threshold":
+        return verdict
+    if _SEVERITY.get(verdict.action, 0) >= _SEVERITY[rule.malformed_action]:
+        return verdict
+    return Verdict(rule.malformed_action, verdict.score)

@@ -188,7 +188,7 @@ class Publisher:
                 producer.produce(
                     self.kafka.topic,
                     value=row.payload.encode("utf-8"),
-                    key=row.request_id.encode("utf-8"),
+                    key=row.key.encode("utf-8"),
                     on_delivery=_reporter(reports, row.id),
                 )
             except Exception as exc:  # BufferError (local queue full), a closed producer

@@ -48,11 +48,21 @@ class Router:
         hit = self.routes.get(f"{task}_v{version}") if version is not None else None
         if hit is not None:
             return dataclasses.replace(hit, task=task, version=str(version))
-        try:
-            return self.routes[task]
-        except KeyError:
-            known = ", ".join(sorted(self.routes)) or "none"
-            raise UnknownTask(f"no task '{task[:64]}' (served: {known})", field="task") from None
+        route = None if self.pinned(task) else self.routes.get(task)
+        if route is None:
+            known = ", ".join(self.public()) or "none"
+            raise UnknownTask(f"no task {task[:64]!r} (served: {known})", field="task")
+        return route
+
+    def pinned(self, name: str) -> bool:
+        """``spam_v1`` of a released task ``spam``: a version's ensemble, not a task. Routing
+        to it would bypass the release state (canary, rollback) and the policy's task name."""
+        base = _release_task(name)
+        return base != name and self.releases is not None and base in self.releases.tasks()
+
+    def public(self) -> list[str]:
+        """The task names a client may use (version-pinned ensembles left out)."""
+        return sorted(n for n in self.routes if not self.pinned(n))
 
     def key(self, task: str, tenant: str | None, request_id: str, sender: str | None) -> str:
         """The canary's sticky key for this request (the release's configured kind)."""

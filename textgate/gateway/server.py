@@ -132,11 +132,10 @@ def _serve(
     import uvicorn
 
     from textgate.gateway.app import create_app
+    from textgate.gateway.frontdoor import uvicorn_config
 
     app = create_app(config, endpoints=endpoints, config_path=config_path)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(app, config.gateway, host=host, port=port))
 
     async def main() -> None:
         import asyncio

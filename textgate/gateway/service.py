@@ -6,6 +6,7 @@ its start and keeps it to the end, so a reload never changes a request half-way.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -16,13 +17,16 @@ import numpy as np
 
 from textgate.client import TritonClient
 from textgate.config import Config
-from textgate.gateway import rescore
+from textgate.errors import TritonTimeout
+from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
-from textgate.gateway.policy import Policy, score_of
+from textgate.gateway.outbox import RequestRecord
+from textgate.gateway.policy import Policy, on_malformed, score_of
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
+from textgate.gateway.status import ValidationFailed
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Runtime:
     client: TritonClient
     preparer: Preparer
     replay: ReplayStore | None = None
+    parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
 
 
 @dataclass
@@ -44,8 +49,16 @@ class Context:
     # request id are the other keys).
     sender: str | None = None
     headers: dict[str, str] = field(default_factory=dict)  # passed on to Triton
+    # Idempotency: the client's own X-Request-ID (None when it sent none) and a hash of
+    # task + media type + body; a repeat of both (same tenant) gets the earlier answer.
+    client_id: str | None = None
+    payload_sha256: str | None = None
+    repeated: bool = False  # set when the answer is the stored one
     timings_ms: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    # One Triton deadline per request (monotonic), shared by the fast pass and the re-score:
+    # a fresh deadline per call let a re-score run past the client's timeout.
+    deadline: float | None = None
 
 
 @dataclass
@@ -72,12 +85,26 @@ class Service:
         self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
     ) -> list[dict[str, Any]]:
         rt.router.route(task)  # an unknown task is a 404 before any input is parsed
+        if ctx.client_id and ctx.payload_sha256 and self.events.enabled:
+            earlier = await self.events.lookup(ctx.tenant, ctx.client_id)
+            if earlier is not None:
+                same = earlier[0] == ctx.payload_sha256
+                self.metrics.repeated_ids.labels("replayed" if same else "new_payload").inc()
+                if same:
+                    ctx.repeated = True
+                    return list(json.loads(earlier[1]))
+        return await self._classify(rt, task, raw, ctx)
+
+    async def _classify(
+        self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
+    ) -> list[dict[str, Any]]:
         t = time.perf_counter()
-        items = [self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
+        items = [await self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
         ctx.timings_ms["normalize"] = _ms(t)
         ctx.sender = _sender(raw, items) or ctx.sender
         route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
-        async with rt.limiter.slot() as waited:
+        weight = sum(len(item.pieces) for item in items)  # the limiter counts texts
+        async with rt.limiter.slot(weight) as waited:
             ctx.timings_ms["queue"] = round(waited * 1000.0, 3)
             t = time.perf_counter()
             try:
@@ -96,31 +123,60 @@ class Service:
             )
         t = time.perf_counter()
         verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
+        rule = rt.policy.rule(task, ctx.tenant)
+        verdicts = [
+            on_malformed(rule, v) if item.notes.get("best_effort") else v
+            for item, v in zip(items, verdicts, strict=True)
+        ]
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
-        results = []
+        results, events = [], []
         for i, (item, s, v) in enumerate(zip(items, scored, verdicts, strict=True)):
             rid = ctx.request_id if len(items) == 1 else f"{ctx.request_id}/{i}"
             self._maybe_replay(rt, route, item, s, rid)
-            await self.events.put(
-                text=item.text,
-                request_id=rid,
-                task=task,
-                model=route.model,
-                model_version=route.version,
-                variant=s.variant,
-                label=s.label,
-                score=_finite(v.score),
-                action=v.action,
-                timings_ms=dict(ctx.timings_ms),
-                tenant=ctx.tenant,
+            events.append(
+                {
+                    "text": item.text,
+                    "request_id": rid,
+                    "task": task,
+                    "model": route.model,
+                    "model_version": route.version,
+                    "variant": s.variant,
+                    "label": s.label,
+                    "score": _finite(v.score),
+                    "action": v.action,
+                    "timings_ms": dict(ctx.timings_ms),
+                    "tenant": ctx.tenant,
+                }
             )
             results.append(self._result(route, item, s, v.action, v.score, rid, ctx))
+        record = None
+        if ctx.client_id and ctx.payload_sha256:
+            record = RequestRecord(
+                ctx.tenant, ctx.client_id, ctx.payload_sha256, json.dumps(results)
+            )
+        stored = await self.events.put_batch(events, record)  # durable before the answer
+        if stored is not None:  # a concurrent repeat committed first: answer as it did
+            self.metrics.repeated_ids.labels("replayed").inc()
+            ctx.repeated = True
+            return list(json.loads(stored))
         return results
 
-    def _prepare(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
+    async def _prepare(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
+        try:
+            return await self._prepare_one(rt, x, i, n)
+        except (UnicodeError, LookupError, ValueError, RecursionError) as exc:
+            # A decoder or parser failure on input: the client's data, not our bug (422).
+            logs.event("input could not be read", error=type(exc).__name__)
+            name = "message" if isinstance(x, bytes) else ("text" if n == 1 else f"texts[{i}]")
+            raise ValidationFailed("could not be read", field=name, reason="unreadable") from None
+
+    async def _prepare_one(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
         if isinstance(x, bytes):
-            return rt.preparer.email(x)
+            item = await rt.preparer.email_off_loop(x, rt.parse_pool)
+            if item.notes.get("best_effort"):
+                self.metrics.best_effort.labels(_first(item.notes.get("defects"))).inc()
+            return item
         return rt.preparer.text(x, "text" if n == 1 else f"texts[{i}]")
 
     async def _score(
@@ -189,13 +245,19 @@ class Service:
     ) -> np.ndarray:
         """All pieces through ``model`` in batches the model accepts."""
         size = max(1, route.max_batch_size)
+        if ctx.deadline is None:
+            ctx.deadline = time.monotonic() + rt.config.client.timeout_s
         parts = []
         for start in range(0, len(texts), size):
+            remaining = ctx.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TritonTimeout(f"no answer from Triton for '{model}' within the deadline")
             pred = await rt.client.infer(
                 model,
                 texts[start : start + size],
                 request_id=ctx.request_id,
                 headers=ctx.headers,
+                timeout_s=remaining,
             )
             parts.append(pred.probabilities)
         return np.concatenate(parts) if parts else np.zeros((0, len(route.labels)), np.float32)
@@ -258,6 +320,12 @@ def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None
     if raw and isinstance(raw[0], bytes):
         return items[0].notes.get("sender") or None
     return None
+
+
+def _first(defects: Any) -> str:
+    """The defect that sent a message to the best-effort path, as a bounded metric label."""
+    code = str(defects[0]) if defects else "unknown"
+    return code.split(":", 1)[0][:40]
 
 
 def _label(labels: Sequence[str], probs: Sequence[float]) -> str:

@@ -86,17 +86,40 @@ def status_of(exc: BaseException) -> int:
     return 500
 
 
+# What a client sees of an exception outside the tree (a bug): no text of ours or theirs.
+INTERNAL_MESSAGE = "internal error; the gateway log has the details under this request_id"
+_MAX_MESSAGE = 500
+
+
 def error_body(exc: BaseException, request_id: str) -> dict[str, Any]:
+    if not isinstance(exc, errors.TextgateError):
+        return {
+            "error": {
+                "type": "InternalError",
+                "message": INTERNAL_MESSAGE,
+                "request_id": request_id,
+            }
+        }
     body: dict[str, Any] = {
         "type": type(exc).__name__,
-        "message": getattr(exc, "message", None) or str(exc) or type(exc).__name__,
-        "request_id": request_id,
+        "message": safe_text(exc.message or type(exc).__name__),
+        "request_id": safe_text(request_id),
     }
     for attr in ("field", "hint"):
         value = getattr(exc, attr, None)
         if value:
-            body[attr] = value
+            body[attr] = safe_text(str(value))
     return {"error": body}
+
+
+def safe_text(value: str, limit: int = _MAX_MESSAGE) -> str:
+    """Client-controlled text in an answer: JSON-encodable (a lone surrogate from a JSON
+    escape becomes its ``\\ud800`` spelling), controls escaped, and bounded."""
+    clipped = value if len(value) <= limit else value[:limit] + "…"
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode-escape").decode("ascii")
+        for ch in clipped.encode("utf-8", "backslashreplace").decode("utf-8")
+    )
 
 
 def retry_after(exc: BaseException, default: int) -> int | None:

@@ -29,3 +29,27 @@ def test_schema_documents_the_error_codes() -> None:
         "message/rfc822",
         "text/plain",
     }
+
+
+def test_every_ref_in_the_schema_resolves() -> None:
+    schema = json.loads(generated())
+    refs: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                refs.append(ref)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert refs  # the response models are referenced
+    for ref in refs:
+        target: object = schema
+        for part in ref.removeprefix("#/").split("/"):
+            assert isinstance(target, dict) and part in target, f"dangling {ref}"
+            target = target[part]

@@ -20,8 +20,14 @@ from textgate.gateway.outbox import Outbox, read_rows
 from textgate.gateway.publisher import Publisher, backoff_s, register_metrics
 
 
+def key(i: int) -> str:
+    """The server's event id of test event ``i`` (the outbox and Kafka key)."""
+    return f"{i:032x}"
+
+
 def event(i: int, **over: Any) -> Event:
     fields: dict[str, Any] = {
+        "event_id": key(i),
         "request_id": f"r{i}",
         "task": "spam",
         "model": "spam",
@@ -63,8 +69,8 @@ def test_release_event_has_its_own_schema_beside_event_1(tmp_path: Path) -> None
     props = RELEASE_EVENT_SCHEMA["properties"]
     assert set(RELEASE_EVENT_SCHEMA["required"]) <= set(data) <= set(props)
     assert data["op"] in props["op"]["enum"]
-    # the classification event's schema is untouched: no field was added to textgate.event/1
-    assert "op" not in EVENT_SCHEMA["properties"] and EVENT_SCHEMA["$id"] == "textgate.event/1"
+    # the classification event's schema has none of the release fields
+    assert "op" not in EVENT_SCHEMA["properties"] and EVENT_SCHEMA["$id"] == "textgate.event/2"
 
     async def store() -> None:
         with Outbox(tmp_path / "o.db", publishing=False) as ob:
@@ -105,13 +111,13 @@ def test_put_claim_ack_release(tmp_path: Path) -> None:
             assert not await ob.put(event(0))  # the request id is the dedup key
             assert ob.depth() == 5 and ob.stats.duplicates == 1
             first = await ob.claim(3)
-            assert [r.request_id for r in first] == ["r0", "r1", "r2"]
-            assert [r.request_id for r in await ob.claim(10)] == ["r3", "r4"]  # not re-claimed
+            assert [r.key for r in first] == [key(0), key(1), key(2)]
+            assert [r.key for r in await ob.claim(10)] == [key(3), key(4)]  # not re-claimed
             await ob.ack([first[0].id, first[1].id])
             await ob.release([first[2].id])
             assert ob.depth() == 3
             again = await ob.claim(10)
-            assert [r.request_id for r in again] == ["r2"] and again[0].attempts == 2
+            assert [r.key for r in again] == [key(2)] and again[0].attempts == 2
             assert ob.oldest_age_s() >= 0
 
     run(scenario())
@@ -129,11 +135,11 @@ def test_events_survive_reopen(tmp_path: Path) -> None:
     async def reread() -> list[str]:
         with Outbox(path) as ob:
             assert ob.depth() == 3
-            return [r.request_id for r in await ob.claim(10)]  # claims are not durable
+            return [r.key for r in await ob.claim(10)]  # claims are not durable
 
     run(write())
-    assert run(reread()) == ["r1", "r2", "r3"]
-    assert [r.request_id for r in read_rows(path, last=2)] == ["r2", "r3"]
+    assert run(reread()) == [key(1), key(2), key(3)]
+    assert [r.key for r in read_rows(path, last=2)] == [key(2), key(3)]
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -146,7 +152,7 @@ def test_a_write_that_fails_oddly_is_an_error_and_the_writer_lives_on(tmp_path: 
                 await asyncio.wait_for(ob.put(event(1, time=2**70)), 5)
             assert await asyncio.wait_for(ob.put(event(2)), 5)
             assert ob.depth() == 1
-            assert [r.request_id for r in await ob.claim(10)] == ["r2"]
+            assert [r.key for r in await ob.claim(10)] == [key(2)]
 
     run(scenario())
 
@@ -167,7 +173,7 @@ def test_a_put_whose_caller_gave_up_does_not_stop_the_writer(tmp_path: Path) -> 
             assert await asyncio.wait_for(ob.put(event(2)), 5)
             # r1 was already in the writer's hands when its caller gave up: stored or not,
             # the writer goes on and r2 is stored.
-            assert [r.request_id for r in await ob.claim(10)][-1] == "r2"
+            assert [r.key for r in await ob.claim(10)][-1] == key(2)
 
     run(scenario())
 
@@ -197,7 +203,7 @@ def test_tail_reads_an_outbox_whose_path_has_uri_characters(tmp_path: Path) -> N
             await ob.put(event(7))
 
     run(write())
-    assert [r.request_id for r in read_rows(path)] == ["r7"]
+    assert [r.key for r in read_rows(path)] == [key(7)]
 
 
 def test_concurrent_writers_from_tasks_and_threads(tmp_path: Path) -> None:
@@ -218,7 +224,7 @@ def test_concurrent_writers_from_tasks_and_threads(tmp_path: Path) -> None:
     run(scenario())
     ob.close()
     rows = read_rows(tmp_path / "o.db")
-    assert len(rows) == len({r.request_id for r in rows}) == 700
+    assert len(rows) == len({r.key for r in rows}) == 700
 
 
 # --- the bound -----------------------------------------------------------------------------
@@ -264,7 +270,7 @@ def test_outbox_only_mode_keeps_recent_events_and_no_backlog(tmp_path: Path) -> 
         for i in range(20):
             ob.put_sync(event(i))  # never full: nothing waits for a publisher
         assert ob.depth() == 0
-    assert [r.request_id for r in read_rows(tmp_path / "o.db")] == [f"r{i}" for i in range(15, 20)]
+    assert [r.key for r in read_rows(tmp_path / "o.db")] == [key(i) for i in range(15, 20)]
 
 
 # --- damaged and busy files ----------------------------------------------------------------
@@ -357,7 +363,7 @@ def test_publisher_acks_delivered_and_keeps_failed(tmp_path: Path) -> None:
 
     def factory(config: dict[str, Any]) -> FakeProducer:
         assert config["enable.idempotence"] is True and config["acks"] == "all"
-        producers.append(FakeProducer(fail={"r1"} if not producers else set()))
+        producers.append(FakeProducer(fail={key(1)} if not producers else set()))
         return producers[-1]
 
     async def scenario() -> None:
@@ -375,7 +381,7 @@ def test_publisher_acks_delivered_and_keeps_failed(tmp_path: Path) -> None:
             assert registry.get_sample_value("textgate_outbox_depth") == 0
 
     run(scenario())
-    assert producers[1].sent == ["r1"]
+    assert producers[1].sent == [key(1)]  # keyed by the server's event id
 
 
 def test_publisher_survives_an_unexpected_error_and_keeps_draining(tmp_path: Path) -> None:

@@ -1,0 +1,70 @@
+"""The parse pool: answers like normalize_email, kills a parse past its budget and still
+answers (best effort), and keeps serving afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from slow_parse import MARKER, normalize_or_hang
+
+from textgate.errors import EmptyText, PayloadTooLarge
+from textgate.gateway.pool import ParsePool
+from textgate.normalize import NormalizeSettings, normalize_email
+
+SETTINGS = NormalizeSettings()
+MAIL = b"From: a@example.com\r\nSubject: lunch\r\n\r\nsee you at noon\r\n"
+HANG = b"Subject: stuck\r\n" + MARKER + b"\r\n\r\nfree money\r\n"
+
+
+def with_pool(body: Callable[[ParsePool], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        pool = ParsePool(workers=1, budget_s=1.0, target=normalize_or_hang)
+        await pool.start()
+        try:
+            return await body(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.timeout(60)
+def test_answers_what_normalize_email_answers() -> None:
+    async def body(pool: ParsePool) -> None:
+        assert await pool.email(MAIL, SETTINGS) == normalize_email(MAIL, SETTINGS)
+        with pytest.raises(EmptyText) as err:
+            await pool.email(b"\r\n\r\n", SETTINGS)
+        assert err.value.reason == "empty" and err.value.field == "message"
+        with pytest.raises(PayloadTooLarge) as big:
+            await pool.email(b"Subject: x\r\n\r\n" + b"a" * (SETTINGS.max_body_bytes + 1), SETTINGS)
+        assert big.value.limit == SETTINGS.max_body_bytes
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
+    async def body(pool: ParsePool) -> None:
+        result = await pool.email(HANG, SETTINGS)
+        assert result.notes.best_effort and result.notes.defects == ("time_budget",)
+        assert result.text == "stuck free money" and pool.timeouts == 1
+        # The killed worker is replaced: the next message is parsed normally.
+        again = await pool.email(MAIL, SETTINGS)
+        assert again.text == "lunch see you at noon" and not again.notes.best_effort
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_busy_pool_answers_within_the_budget() -> None:
+    async def body(pool: ParsePool) -> None:
+        # The only worker hangs; a second message waits for it no longer than the budget.
+        hung, queued = await asyncio.gather(pool.email(HANG, SETTINGS), pool.email(MAIL, SETTINGS))
+        assert hung.notes.defects == ("time_budget",)
+        assert queued.notes.best_effort and queued.text == "lunch see you at noon"
+        assert queued.notes.defects[0] in ("parse_queue_timeout", "time_budget")
+
+    with_pool(body)

@@ -1,0 +1,165 @@
+"""E-mail normalization off the event loop: worker processes and a time budget per message.
+
+The guards in ``textgate.guards`` keep the known superlinear paths of the stdlib parser
+out; this pool is the second line for the ones nobody has found yet. A message is parsed
+in one of ``workers`` spawned processes; if its answer is not back within ``budget_s``
+(waiting for a free worker included), the worker is killed and replaced, and the message
+is read by ``normalize.best_effort`` with the defect ``time_budget``. So a hostile parse
+costs one worker for at most the budget, never the event loop, and still gets a verdict.
+
+Processes, not threads: a thread stuck in a C-level regex or parser loop cannot be
+stopped, and it holds the GIL the event loop needs. Spawned, not forked: the gateway
+process has gRPC and event-loop threads that a fork would copy half-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import pickle
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from textgate import normalize
+from textgate.errors import InputError
+from textgate.normalize import Normalized, NormalizeSettings
+
+Target = Callable[[bytes, NormalizeSettings], Normalized]
+_JOIN_S = 2.0
+
+
+def _serve(conn: Connection, target: Target) -> None:
+    """The worker loop: (raw, settings) in, ("ok", Normalized) or ("error", class, state) out."""
+    while True:
+        try:
+            raw, settings = pickle.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        try:
+            reply: tuple[Any, ...] = ("ok", target(raw, settings))
+        except InputError as exc:
+            # Exceptions with keyword-only fields do not unpickle; send class and state.
+            reply = ("error", type(exc), exc.message, dict(vars(exc)))
+        conn.send_bytes(pickle.dumps(reply))
+
+
+def _default_target(raw: bytes, settings: NormalizeSettings) -> Normalized:
+    return normalize.normalize_email(raw, settings)
+
+
+class _Worker:
+    def __init__(self, ctx: Any, target: Target) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process: BaseProcess = ctx.Process(
+            target=_serve, args=(child, target), daemon=True, name="textgate-parse"
+        )
+        self.process.start()
+        child.close()
+
+    def ask(
+        self, raw: bytes, settings: NormalizeSettings, timeout: float
+    ) -> tuple[Any, ...] | None:
+        """Blocking (run in a thread): the reply, or None when the budget ran out."""
+        self.conn.send_bytes(pickle.dumps((raw, settings)))
+        if not self.conn.poll(timeout):
+            return None
+        reply: tuple[Any, ...] = pickle.loads(self.conn.recv_bytes())
+        return reply
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(_JOIN_S)
+        self.conn.close()
+
+
+class ParsePool:
+    """``await pool.email(raw, settings)``: ``normalize_email`` in a worker, within
+    ``budget_s``. Settings travel with each message, so a config reload needs no new pool."""
+
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        budget_s: float = 1.0,
+        target: Target = _default_target,
+    ) -> None:
+        self.workers = workers
+        self.budget_s = budget_s
+        self.target = target
+        self.timeouts = 0  # messages that ran out of budget (a metric reads this)
+        self._ctx = multiprocessing.get_context("spawn")
+        self._idle: asyncio.Queue[_Worker] | None = None
+        self._all: list[_Worker] = []
+        # One thread waits on each worker; fallbacks and respawns have their own, so they
+        # never queue behind stuck parses.
+        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parse")
+        self._spare = ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse-spare")
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._idle = asyncio.Queue()
+        for _ in range(self.workers):
+            worker = await loop.run_in_executor(self._threads, self._spawn)
+            self._idle.put_nowait(worker)
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker(self._ctx, self.target)
+        self._all.append(worker)
+        return worker
+
+    async def close(self) -> None:
+        for worker in self._all:
+            worker.kill()
+        self._all.clear()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        self._spare.shutdown(wait=False, cancel_futures=True)
+
+    async def email(self, raw: bytes, settings: NormalizeSettings) -> Normalized:
+        if self._idle is None:
+            raise RuntimeError("ParsePool.start() was not awaited")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.budget_s
+        try:
+            worker = await asyncio.wait_for(self._idle.get(), self.budget_s)
+        except TimeoutError:
+            return await self._fallback(raw, settings, "parse_queue_timeout")
+        reply: tuple[Any, ...] | None = None
+        try:
+            left = max(0.0, deadline - loop.time())
+            reply = await loop.run_in_executor(self._threads, worker.ask, raw, settings, left)
+        finally:
+            if reply is None:  # out of budget, or cancelled mid-parse: the worker is tainted
+                loop.run_in_executor(self._spare, self._replace, worker, loop)
+            else:
+                self._idle.put_nowait(worker)
+        if reply is None:
+            self.timeouts += 1
+            return await self._fallback(raw, settings, "time_budget")
+        if reply[0] == "error":
+            raise _rebuild(reply[1], reply[2], reply[3])
+        result: Normalized = reply[1]
+        return result
+
+    def _replace(self, worker: _Worker, loop: asyncio.AbstractEventLoop) -> None:
+        worker.kill()
+        if worker in self._all:
+            self._all.remove(worker)
+        if self._idle is not None and not loop.is_closed():
+            fresh = self._spawn()
+            loop.call_soon_threadsafe(self._idle.put_nowait, fresh)  # Queue is not thread-safe
+
+    async def _fallback(self, raw: bytes, settings: NormalizeSettings, defect: str) -> Normalized:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._spare, lambda: normalize.best_effort(raw, settings, defects=(defect,))
+        )
+
+
+def _rebuild(cls: type[InputError], message: str, state: dict[str, Any]) -> InputError:
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    exc.__dict__.update(state)
+    return exc
