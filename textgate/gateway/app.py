@@ -432,12 +432,11 @@ def _routes(app: FastAPI) -> None:
             _parse(media, b"", 1)  # 415 before reading the body
         body = await _read_body(request, rt.config.gateway.max_body_bytes)
         raw = _parse(media, body, rt.config.gateway.max_batch)
-        ctx.tenant = rt.policy.tenant(request.headers)
+        ctx.tenant = request.state.tenant = rt.policy.tenant(request.headers)
         ctx.sender = request.headers.get("x-sender")  # a canary key option
         results = await gw.service.classify(rt, task, raw, ctx)
-        for r in results:
-            gw.metrics.requests.labels(task, r["action"], "200").inc()
-        gw.metrics.observe_stages(ctx.timings_ms)
+        gw.metrics.classified(task, ctx.tenant, results)
+        gw.metrics.observe_stages(ctx.timings_ms, task)
         request.state.task = task
         return {"request_id": ctx.request_id, "task": task, "results": results}
 
@@ -567,7 +566,8 @@ def _account(gw: Gateway, request: Request, response: Response, rid: str, start:
     task = request.path_params.get("task") or request.url.path.rsplit("/", 1)[-1]
     code = response.status_code
     if code != 200:
-        gw.metrics.requests.labels(task[:64], "none", str(code)).inc()
+        tenant = getattr(request.state, "tenant", None)
+        gw.metrics.failed(task, gw.runtime.router.routes, tenant, code)
     if code == 429:
         gw.metrics.rejected.inc()
     logs.logger.info(
