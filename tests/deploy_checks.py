@@ -139,3 +139,141 @@ def hadolint(path: Path) -> str:
     out = done.stdout + done.stderr
     assert done.returncode == 0, f"hadolint rejected {path}:\n{out}"
     return out
+
+
+KUBERNETES = DEPLOY / "kubernetes"
+KUBERNETES_VERSION = "1.31.0"
+_REF = {"type": "string", "minLength": 1}
+_META = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": _REF, "labels": {"type": "object"}, "annotations": {"type": "object"}},
+    "additionalProperties": False,
+}
+# CRDs are not in kubernetes-validate's schemas. These are the parts of the upstream CRD
+# schemas (prometheus-operator monitoring.coreos.com/v1 ServiceMonitor, KServe
+# serving.kserve.io/v1beta1 InferenceService) that deploy/kubernetes uses, closed to unknown
+# keys so a misspelt field fails as it would on apply.
+CRD_SCHEMAS: dict[str, dict[str, object]] = {
+    "monitoring.coreos.com/v1/ServiceMonitor": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": _REF,
+            "kind": _REF,
+            "metadata": _META,
+            "spec": {
+                "type": "object",
+                "required": ["selector", "endpoints"],
+                "additionalProperties": False,
+                "properties": {
+                    "selector": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {"matchLabels": {"type": "object"}},
+                    },
+                    "namespaceSelector": {"type": "object"},
+                    "jobLabel": _REF,
+                    "endpoints": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "port": _REF,
+                                "targetPort": {},
+                                "path": _REF,
+                                "scheme": _REF,
+                                "interval": {"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
+                                "scrapeTimeout": {"type": "string"},
+                                "honorLabels": {"type": "boolean"},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
+    "serving.kserve.io/v1beta1/InferenceService": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": _REF,
+            "kind": _REF,
+            "metadata": _META,
+            "spec": {
+                "type": "object",
+                "required": ["predictor"],
+                "additionalProperties": False,
+                "properties": {
+                    "predictor": {
+                        "type": "object",
+                        "required": ["model"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "minReplicas": {"type": "integer", "minimum": 0},
+                            "maxReplicas": {"type": "integer", "minimum": 1},
+                            "serviceAccountName": _REF,
+                            "model": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["modelFormat", "storageUri"],
+                                "properties": {
+                                    "modelFormat": {
+                                        "type": "object",
+                                        "required": ["name"],
+                                        "additionalProperties": False,
+                                        "properties": {"name": _REF, "version": _REF},
+                                    },
+                                    "runtime": _REF,
+                                    "storageUri": _REF,
+                                    "protocolVersion": {"enum": ["v1", "v2", "grpc-v1", "grpc-v2"]},
+                                    "args": {"type": "array", "items": {"type": "string"}},
+                                    "env": {"type": "array"},
+                                    "ports": {"type": "array"},
+                                    "resources": {"type": "object"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
+}
+
+
+def manifests(path: Path) -> list[dict[str, object]]:
+    import yaml
+
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    except (OSError, yaml.YAMLError) as exc:
+        raise AssertionError(f"{path}: not YAML: {exc}") from None
+    assert all(isinstance(d, dict) for d in docs), f"{path}: every document must be a mapping"
+    return docs
+
+
+def validate_manifest(path: Path, doc: dict[str, object]) -> None:
+    """Kubernetes schemas (strict: unknown fields fail) or the CRD subset above; the error
+    names the file, the object and the field."""
+    import jsonschema
+    import kubernetes_validate
+
+    kind = str(doc.get("kind"))
+    name = (doc.get("metadata") or {}).get("name", "?")  # type: ignore[union-attr]
+    where = f"{path}: {kind}/{name}"
+    crd = CRD_SCHEMAS.get(f"{doc.get('apiVersion')}/{kind}")
+    try:
+        if crd is not None:
+            jsonschema.validate(doc, crd)
+        else:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+    except jsonschema.ValidationError as exc:
+        field = ".".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise AssertionError(f"{where}: {field}: {exc.message}") from None
+    except kubernetes_validate.SchemaNotFoundError:
+        raise AssertionError(f"{where}: no schema for {doc.get('apiVersion')} {kind}") from None

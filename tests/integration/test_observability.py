@@ -155,3 +155,24 @@ def test_compose_health_checks_ask_endpoints_the_real_services_serve(
         _, path = health_url(services[name]["healthcheck"]["test"])
         r = httpx.get(url + path, timeout=10)
         assert r.status_code == 200, f"{name}: GET {path} -> {r.status_code} {r.text[:200]}"
+
+
+def test_kubernetes_probes_ask_endpoints_the_real_services_serve(
+    gateway: RunningGateway, triton: TritonServer
+) -> None:
+    from deploy_checks import KUBERNETES, manifests
+
+    base = {"textgate-gateway": gateway.url, "textgate-triton": f"http://{triton.http_url}"}
+    checked = 0
+    for path in sorted(KUBERNETES.glob("*.yaml")):
+        for doc in manifests(path):
+            if doc.get("kind") != "Deployment":
+                continue
+            name = doc["metadata"]["name"]  # type: ignore[index]
+            for c in doc["spec"]["template"]["spec"]["containers"]:  # type: ignore[index]
+                for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+                    if probe in c:
+                        r = httpx.get(base[name] + c[probe]["httpGet"]["path"], timeout=10)
+                        assert r.status_code == 200, f"{path.name} {name} {probe}: {r.status_code}"
+                        checked += 1
+    assert checked == 5
