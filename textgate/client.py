@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,9 @@ class TritonClient:
         self._next = 0
         self._probe: asyncio.Task[None] | None = None
         self.retries = 0  # attempts beyond the first, for metrics
+        # Asked before an ejected endpoint that reports ready again is re-admitted: None
+        # admits it, a reason keeps it out (the gateway reconciles its release state here).
+        self.admit: Callable[[str], Awaitable[str | None]] | None = None
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -121,6 +124,11 @@ class TritonClient:
             ready = await self._conn(ep).is_server_ready(client_timeout=_PROBE_TIMEOUT_S)
         except Exception as exc:
             ready, ep.last_error = False, _brief(exc)
+        if ready and ep.ejected and self.admit is not None:
+            reason = await self.admit(ep.url)
+            if reason is not None:
+                ep.last_error = reason
+                return
         if ready:
             ep.ejected, ep.failures = False, 0
         else:
@@ -131,6 +139,12 @@ class TritonClient:
 
     def healthy(self) -> list[str]:
         return [ep.url for ep in self.endpoints if not ep.ejected]
+
+    def eject(self, url: str, reason: str) -> None:
+        """Take an endpoint out of rotation now; the probe re-admits it (through ``admit``)."""
+        for ep in self.endpoints:
+            if ep.url == url:
+                ep.ejected, ep.last_error = True, reason
 
     def describe(self) -> list[dict[str, Any]]:
         return [

@@ -159,7 +159,14 @@ class Gateway:
         return self.endpoints_override or list(config.client.endpoints)
 
     def _client(self, config: Config) -> TritonClient:
-        return TritonClient(self._endpoints(config), config.client, api_key=self.triton_api_key)
+        client = TritonClient(self._endpoints(config), config.client, api_key=self.triton_api_key)
+        client.admit = self._admit
+        return client
+
+    async def _admit(self, endpoint: str) -> str | None:
+        """A returning Triton replica first matches the release state (admin.ReleaseHook)."""
+        hook = getattr(self, "releases", None)
+        return await hook.admit(endpoint) if hook is not None else None
 
     def _runtime(self, config: Config, client: TritonClient, router: Router) -> Runtime:
         gw = config.gateway
