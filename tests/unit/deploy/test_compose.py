@@ -94,3 +94,17 @@ def test_a_bad_compose_file_fails_naming_file_and_key(
     with pytest.raises(AssertionError) as err:
         compose(bad)
     assert str(bad) in str(err.value) and named in str(err.value)
+
+
+def test_grafana_provisioning_points_at_the_mounted_dashboards_and_prometheus(
+    services: dict[str, Any],
+) -> None:
+    grafana = DEPLOY / "grafana" / "provisioning"
+    provider = yaml.safe_load((grafana / "dashboards" / "textgate.yaml").read_text())
+    source = yaml.safe_load((grafana / "datasources" / "prometheus.yaml").read_text())
+    mounts = {Path(v["source"]).name: v["target"] for v in services["grafana"]["volumes"]}
+    assert provider["providers"][0]["options"]["path"] == mounts["dashboards"]
+    assert mounts["provisioning"] == "/etc/grafana/provisioning"
+    port, _ = health_url(services["prometheus"]["healthcheck"]["test"])
+    assert source["datasources"][0]["url"] == f"http://prometheus:{port}"
+    assert source["datasources"][0]["uid"] == "prometheus"  # what every panel names
