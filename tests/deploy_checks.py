@@ -196,6 +196,51 @@ CRD_SCHEMAS: dict[str, dict[str, object]] = {
         },
         "additionalProperties": False,
     },
+    "monitoring.coreos.com/v1/PrometheusRule": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": _REF,
+            "kind": _REF,
+            "metadata": _META,
+            "spec": {
+                "type": "object",
+                "required": ["groups"],
+                "additionalProperties": False,
+                "properties": {
+                    "groups": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name", "rules"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "name": _REF,
+                                "interval": {"type": "string"},
+                                "rules": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["expr"],
+                                        "additionalProperties": False,
+                                        "properties": {
+                                            "record": _REF,
+                                            "alert": _REF,
+                                            "expr": _REF,
+                                            "for": {"type": "string"},
+                                            "labels": {"type": "object"},
+                                            "annotations": {"type": "object"},
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    }
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
     "serving.kserve.io/v1beta1/InferenceService": {
         "type": "object",
         "required": ["apiVersion", "kind", "metadata", "spec"],
@@ -277,3 +322,37 @@ def validate_manifest(path: Path, doc: dict[str, object]) -> None:
         raise AssertionError(f"{where}: {field}: {exc.message}") from None
     except kubernetes_validate.SchemaNotFoundError:
         raise AssertionError(f"{where}: no schema for {doc.get('apiVersion')} {kind}") from None
+
+
+def prometheus_rule() -> str:
+    """deploy/kubernetes/prometheusrule.yaml: the rule files as a PrometheusRule object."""
+    import yaml
+
+    groups = []
+    for path in RULE_FILES:
+        groups += yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
+    doc = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "textgate", "labels": {"app.kubernetes.io/part-of": "textgate"}},
+        "spec": {"groups": groups},
+    }
+    head = (
+        "# deploy/prometheus/{recording,alerts}.yaml for the Prometheus Operator. Generated (a\n"
+        "# test fails when it differs from them):\n"
+        "#   python tests/deploy_checks.py prometheusrule > deploy/kubernetes/prometheusrule.yaml\n"
+    )
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = "|" if "\n" in value else None  # PromQL stays readable
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return head + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=100)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["prometheusrule"]:
+    print(prometheus_rule(), end="")

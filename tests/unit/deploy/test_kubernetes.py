@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_checks import KUBERNETES, manifests, validate_manifest
+from deploy_checks import KUBERNETES, manifests, prometheus_rule, validate_manifest
 
 from textgate.config import Config
 
@@ -37,7 +37,7 @@ def test_the_kinds_the_issue_asks_for_are_there() -> None:
     kinds = {kind for kind, _ in objects()}
     assert kinds >= {
         "Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler",
-        "ConfigMap", "Secret", "ServiceMonitor", "InferenceService",
+        "ConfigMap", "Secret", "ServiceMonitor", "InferenceService", "PrometheusRule",
     }  # fmt: skip
 
 
@@ -154,3 +154,8 @@ def test_a_wrong_field_fails_naming_file_and_key(tmp_path: Path, text: str, name
         for doc in manifests(bad):
             validate_manifest(bad, doc)
     assert str(bad) in str(err.value) and named in str(err.value) and "/broken" in str(err.value)
+
+
+def test_the_prometheus_rule_is_the_rule_files() -> None:
+    shipped = (KUBERNETES / "prometheusrule.yaml").read_text(encoding="utf-8")
+    assert shipped == prometheus_rule(), "stale: regenerate it with the command at its top"
