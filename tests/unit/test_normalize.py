@@ -555,3 +555,18 @@ def test_sender_is_the_from_address(header: bytes, want: str | None) -> None:
 def test_text_has_no_sender() -> None:
     assert normalize_text("hello", DEFAULT).notes.sender is None
     assert normalize_text("hello", DEFAULT).notes.as_dict()["sender"] is None
+
+
+# --- train/serve agreement ------------------------------------------------------------------
+
+
+def test_fingerprint_agrees_with_itself_and_names_a_difference() -> None:
+    from textgate.normalize import fingerprint, skew
+
+    mine = NormalizeSettings()
+    assert skew(fingerprint(mine), mine) == []
+    other = fingerprint(NormalizeSettings(head_chars=200))
+    assert skew(other, mine) == ["head_chars: trained with 200, serving with 384"]
+    assert "version" in skew({**fingerprint(mine), "version": 1}, mine)[0]
+    # Size limits decide acceptance, not the text: they are not part of the fingerprint.
+    assert skew(fingerprint(NormalizeSettings(max_parts=5)), mine) == []

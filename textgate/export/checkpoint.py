@@ -32,6 +32,7 @@ class Checkpoint:
     test_texts: tuple[str, ...] = ()
     test_labels: tuple[int, ...] = ()  # class ids, aligned with test_texts
     extra_texts: tuple[str, ...] = ()  # validation split: real texts for the parity set
+    extra_labels: tuple[int, ...] = ()  # class ids of the validation split (calibration)
 
     @property
     def tokenizer_file(self) -> Path:
@@ -95,7 +96,7 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         )
     max_length = int(meta.get("max_length", DEFAULT_MAX_LENGTH))
     test_texts, test_ids = _jsonl(root / "data" / "test.jsonl", labels)
-    val_texts, _ = _jsonl(root / "data" / "validation.jsonl", labels)
+    val_texts, val_ids = _jsonl(root / "data" / "validation.jsonl", labels)
     return Checkpoint(
         path=root,
         model_type=model_type,
@@ -109,6 +110,7 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         test_texts=tuple(test_texts),
         test_labels=tuple(test_ids),
         extra_texts=tuple(val_texts),
+        extra_labels=tuple(val_ids),
     )
 
 

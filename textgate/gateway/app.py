@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from textgate import __version__
+from textgate import __version__, normalize
 from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
@@ -215,6 +215,7 @@ class Gateway:
         rt = self.runtime
         router = await discover(rt.client, rt.config.gateway.tasks, self.releases)
         _check_policy(rt.config, router)
+        _check_normalization(rt.preparer.settings, router)
         rt.router = router
         logs.event("tasks discovered", tasks=sorted(router.routes))
 
@@ -255,6 +256,7 @@ class Gateway:
         try:
             router = await discover(client, new.gateway.tasks, self.releases)
             _check_policy(new, router)
+            _check_normalization(self._runtime(new, client, router).preparer.settings, router)
         except TextgateError:
             if not same_client:
                 await client.close()
@@ -296,6 +298,21 @@ def _check_policy(config: Config, router: Router) -> None:
             problem = check_labels(rule, route.labels)
             if problem:
                 raise ConfigError(f"policy.tasks[{route.task}].positive_label", problem)
+
+
+def _check_normalization(settings: Any, router: Router) -> None:
+    """Train/serve skew is an error: a model trained on other normalization is refused."""
+    for route in router.routes.values():
+        if not route.normalization or settings is None:
+            continue  # bundles from before textgate recorded it
+        problems = normalize.skew(json.loads(route.normalization), settings)
+        if problems:
+            raise ConfigError(
+                "normalize",
+                f"task '{route.task}' ({route.model}) was trained with other normalization "
+                f"than this gateway's: {'; '.join(problems)}",
+                hint="set the normalize section to the bundle's settings, or rebuild the bundle",
+            )
 
 
 # --- request plumbing ----------------------------------------------------------------------

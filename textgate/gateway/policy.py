@@ -25,7 +25,12 @@ class Verdict:
     score: float
 
 
+_SEVERITY = {"allow": 0, "review": 1, "quarantine": 2}
+
+
 def score_of(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[float]) -> float:
+    if rule.kind == "threshold" and rule.negative_label in labels:
+        return 1.0 - float(probs[labels.index(rule.negative_label)])
     if rule.kind == "threshold" or len(labels) == 2:
         positive = rule.positive_label or labels[-1]
         index = labels.index(positive) if positive in labels else len(labels) - 1
@@ -39,22 +44,34 @@ def decide(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[float]
         # A model that answers NaN must not wave a message through.
         return Verdict("review", score)
     if rule.kind == "threshold":
-        if score >= rule.quarantine_at:
-            return Verdict("quarantine", score)
-        return Verdict("review" if score >= rule.review_at else "allow", score)
+        action = _action(score, rule.review_at, rule.quarantine_at)
+        for extra in rule.label_rules:
+            if extra.label in labels:
+                p = float(probs[labels.index(extra.label)])
+                other = _action(p, extra.review_at, extra.quarantine_at)
+                action = max(action, other, key=_SEVERITY.__getitem__)
+        return Verdict(action, score)
     top = max(range(len(labels)), key=lambda i: probs[i])
     if float(probs[top]) < 0.5 + rule.uncertain_band:
         return Verdict("uncertain", score)
     return Verdict(labels[top], score)
 
 
+def _action(score: float, review_at: float, quarantine_at: float) -> str:
+    if score >= quarantine_at:
+        return "quarantine"
+    return "review" if score >= review_at else "allow"
+
+
 def check_labels(rule: TaskPolicyConfig, labels: Sequence[str]) -> str | None:
     """A problem with this rule for a model with these labels, or None."""
-    if rule.kind == "threshold" and rule.positive_label and rule.positive_label not in labels:
-        return (
-            f"policy for '{rule.task}' names positive_label '{rule.positive_label}', "
-            f"but the model's labels are {list(labels)}"
-        )
+    for key in ("positive_label", "negative_label"):
+        name = getattr(rule, key)
+        if rule.kind == "threshold" and name and name not in labels:
+            return (
+                f"policy for '{rule.task}' names {key} '{name}', "
+                f"but the model's labels are {list(labels)}"
+            )
     return None
 
 
@@ -100,8 +117,6 @@ class Policy:
 
 
 # --- malformed mail (issue 9 §4) ----------------------------------------------------------
-
-_SEVERITY = {"allow": 0, "review": 1, "quarantine": 2}
 
 
 def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:

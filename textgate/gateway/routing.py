@@ -31,6 +31,7 @@ class Route:
     precise: str | None = None  # the fp32 ensemble for the re-score; None: one variant
     precise_variant: str | None = None
     tokenizer_sha256: str = ""
+    normalization: str = ""  # the bundle's normalizer fingerprint (JSON); '' when unrecorded
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.model, "version": self.version, "variant": self.variant}
@@ -150,6 +151,7 @@ async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> R
         precise=precise,
         precise_variant=(_param(precise_model, "variant") or "fp32") if precise else None,
         tokenizer_sha256=_param(tokenizer, "tokenizer_sha256"),
+        normalization=_param(post, "normalization"),
     )
 
 

@@ -124,7 +124,12 @@ def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
     _tensor(c.output, "label", "TYPE_STRING", [1])
     _tensor(c.output, "probabilities", "TYPE_FP32", [task.num_labels])
     _helper_scheduling(c, s)
-    params = {"labels": json.dumps(list(task.labels), ensure_ascii=False)}
+    params = {
+        "labels": json.dumps(list(task.labels), ensure_ascii=False),
+        "temperature": repr(task.temperature),
+    }
+    if task.normalization:
+        params["normalization"] = task.normalization
     if task.labels_file:
         params["labels_file"] = task.labels_file
     _params(c, params)

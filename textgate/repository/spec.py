@@ -7,6 +7,7 @@ embedded server or for NVIDIA's Triton container, and ``builder.py`` writes file
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,24 @@ class TaskSpec:
     # Triton name of the ensemble, prefix of its steps' names; empty: the task's name.
     # A release gives each version its own names (``spam_v3``) so versions load side by side.
     name: str = ""
+
+    @property
+    def temperature(self) -> float:
+        """The bundle's calibration temperature; 1.0 (plain softmax) when it has none."""
+        calib = self.manifest.get("calibration") or {}
+        value = float(calib.get("temperature") or 1.0)
+        if not 0.01 <= value <= 100.0:
+            raise RepositoryError(
+                f"{self.bundle_dir}: calibration temperature {value} is outside 0.01..100",
+                hint="re-export the bundle; its manifest is damaged",
+            )
+        return value
+
+    @property
+    def normalization(self) -> str:
+        """The normalizer fingerprint the bundle was trained under, as JSON ('' if none)."""
+        value = self.manifest.get("normalization")
+        return json.dumps(value, sort_keys=True) if value else ""
 
     @property
     def ensemble(self) -> str:

@@ -75,4 +75,39 @@ def test_tenant_selection() -> None:
         policy.tenant({"x-api-key": "wrong-key!"})
     with pytest.raises(ValidationFailed):
         policy.tenant({"x-tenant": "ghost"})
-    assert PolicyConfig().for_task("spam").positive_label == "spam"
+    assert PolicyConfig().for_task("spam").negative_label == "ham"  # spam + phish vs ham
+
+
+# --- the e-mail model: ham / spam / phish --------------------------------------------------
+
+EMAIL = ("ham", "spam", "phish")
+
+
+def test_three_label_score_is_one_minus_ham() -> None:
+    rule = PolicyConfig().for_task("spam")
+    v = decide(rule, EMAIL, [0.1, 0.5, 0.4])
+    assert v.score == pytest.approx(0.9)
+    assert v.action == "review"  # 0.9 >= 0.85; P(phish) 0.4 < 0.5
+    assert decide(rule, EMAIL, [0.02, 0.5, 0.48]).action == "quarantine"
+    assert decide(rule, EMAIL, [0.9, 0.05, 0.05]).action == "allow"
+
+
+def test_phish_has_its_own_stricter_thresholds() -> None:
+    rule = PolicyConfig().for_task("spam")
+    # spam + phish = 0.6 alone would be allowed; P(phish) 0.55 sends it to review
+    assert decide(rule, EMAIL, [0.4, 0.05, 0.55]).action == "review"
+    # P(phish) 0.86 quarantines although the spam score (0.9) is only at review
+    assert decide(rule, EMAIL, [0.1, 0.04, 0.86]).action == "quarantine"
+
+
+def test_two_label_spam_models_keep_their_meaning() -> None:
+    rule = PolicyConfig().for_task("spam")
+    assert decide(rule, ("ham", "spam"), [0.04, 0.96]).action == "quarantine"
+    assert decide(rule, ("ham", "spam"), [0.5, 0.5]).score == pytest.approx(0.5)
+
+
+def test_negative_label_must_exist_and_excludes_positive_label() -> None:
+    rule = TaskPolicyConfig(task="spam", negative_label="ham")
+    assert check_labels(rule, ("negative", "positive")) is not None
+    with pytest.raises(ConfigError, match="negative_label"):
+        TaskPolicyConfig(task="spam", negative_label="ham", positive_label="spam")

@@ -1,4 +1,8 @@
-"""<task>_postprocess: logits -> probabilities (softmax) and the label name."""
+"""<task>_postprocess: logits -> calibrated probabilities (softmax(logits / T)), label name.
+
+T is the bundle's calibration temperature (1.0 when it has none): every variant and the
+fp32 re-score share this step's formula, so their probabilities stay comparable.
+"""
 
 import json
 import os
@@ -24,12 +28,13 @@ class TritonPythonModel:
                 if json.load(fh) != labels:
                     raise RuntimeError(f"textgate: {labels_file} disagrees with the config")
         self.labels = np.array([str(x).encode("utf-8") for x in labels], dtype=np.object_)
+        self.temperature = float(settings.params.get("temperature") or 1.0)
 
     def execute(self, requests: list) -> list:
         responses = []
         for request in requests:
             logits = pb_utils.get_input_tensor_by_name(request, "logits").as_numpy()
-            probs = softmax(logits.astype(np.float64)).astype(np.float32)
+            probs = softmax(logits.astype(np.float64) / self.temperature).astype(np.float32)
             if probs.shape[0]:
                 names = self.labels[np.argmax(probs, axis=1)].reshape(-1, 1)
             else:

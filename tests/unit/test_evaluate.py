@@ -1,0 +1,95 @@
+"""Leave-one-source-out folds and reports (the baselines run; the transformer is integration)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from textgate import data, evaluate
+from textgate.errors import DataError
+
+
+def _table(groups: dict[str, tuple[str, list[str]]]) -> data.Table:
+    texts, labels, gs = [], [], []
+    for group, (label, rows) in groups.items():
+        for text in rows:
+            texts.append(text)
+            labels.append(label)
+            gs.append(group)
+    return data.Table(
+        texts=tuple(texts),
+        labels=tuple(labels),
+        label_names=("ham", "spam"),
+        source="t",
+        groups=tuple(gs),
+    )
+
+
+SPAMMY = ["win cash prize now {}", "free offer claim {} today", "cheap pills {} click"]
+HAMMY = ["meeting moved to {} tomorrow", "see the budget notes {}", "lunch at {} with the team"]
+
+
+def _rows(templates: list[str], tag: str, n: int = 20) -> list[str]:
+    return [templates[i % len(templates)].format(f"{tag}{i}") for i in range(n)]
+
+
+def test_folds_hold_out_each_group_without_corpus_pairs() -> None:
+    table = _table(
+        {
+            "a/ham": ("ham", _rows(HAMMY, "a")),
+            "b/ham": ("ham", _rows(HAMMY, "b")),
+            "c/spam": ("spam", _rows(SPAMMY, "c")),
+            "d/spam": ("spam", _rows(SPAMMY, "d")),
+        }
+    )
+    assert evaluate.folds(table) == [("a/ham",), ("b/ham",), ("c/spam",), ("d/spam",)]
+
+
+def test_corpus_folds_pair_a_ham_and_a_spam_group() -> None:
+    groups = {
+        g: ("ham" if i == 0 else "spam", [f"{g} x{i}"])
+        for p in evaluate.CORPUS_FOLDS
+        for i, g in enumerate(p)
+    }
+    assert evaluate.folds(_table(groups)) == list(evaluate.CORPUS_FOLDS)
+
+
+def test_no_groups_is_an_error() -> None:
+    table = data.Table(
+        texts=("a", "b"), labels=("ham", "spam"), label_names=("ham", "spam"), source="t"
+    )
+    with pytest.raises(DataError, match="source groups"):
+        evaluate.folds(table)
+
+
+def test_baselines_on_held_out_groups_report_fpr_and_recall() -> None:
+    table = _table(
+        {
+            "a/ham": ("ham", _rows(HAMMY, "a")),
+            "b/ham": ("ham", _rows(HAMMY, "b")),
+            "c/spam": ("spam", _rows(SPAMMY, "c")),
+            "d/spam": ("spam", _rows(SPAMMY, "d")),
+        }
+    )
+    report = evaluate.by_source(table, models=("tfidf-lr", "naive-bayes"))
+    assert len(report["folds"]) == 4
+    ham_fold = report["folds"][0]["models"]["tfidf-lr"]
+    assert ham_fold["groups"]["a/ham"]["fpr"] < 0.5
+    spam_fold = report["folds"][2]["models"]["naive-bayes"]
+    assert spam_fold["groups"]["c/spam"]["recall"] > 0.5
+    assert "naive-bayes" in report["summary"]
+    md = evaluate.markdown(report)
+    assert md.count("\n") == 2 + 4 * 2 + 2
+
+
+def test_binary_report_counts() -> None:
+    y = np.array([True, True, False, False])
+    rep = evaluate.binary_report(y, np.array([0.9, 0.4, 0.6, 0.1]))
+    assert rep["precision"] == 0.5 and rep["recall"] == 0.5 and rep["fpr@0.5"] == 0.5
+    assert rep["roc_auc"] == pytest.approx(0.75)
+
+
+def test_unknown_model_is_named() -> None:
+    table = _table({"a/ham": ("ham", ["x"]), "b/spam": ("spam", ["y"])})
+    with pytest.raises(DataError, match="bert"):
+        evaluate.by_source(table, models=("bert",))
