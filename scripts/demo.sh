@@ -40,6 +40,21 @@ print(json.dumps({k: result[k] for k in keep if k in result}, indent=2))
 PY
 done
 
+text='Your Amazon order #123-456 has shipped'
+echo
+echo "\$ curl -s localhost:$PORT/v1/classify/spam -H 'content-type: application/json' -d '{\"text\": \"$text\"}'"
+"$BIN/python" - "$PORT" "$text" <<'PY'
+import json, sys, urllib.request
+port, text = sys.argv[1], sys.argv[2]
+req = urllib.request.Request(
+    f"http://127.0.0.1:{port}/v1/classify/spam",
+    data=json.dumps({"text": text}).encode(),
+    headers={"content-type": "application/json"},
+)
+result = json.load(urllib.request.urlopen(req, timeout=30))["results"][0]
+print(json.dumps({k: result[k] for k in ("label", "score", "action") if k in result}, indent=2))
+PY
+
 echo
 echo "serving on http://127.0.0.1:$PORT (API: /v1/classify/{task}, /v1/models, /metrics); Ctrl-C stops"
 wait $server

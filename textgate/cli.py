@@ -445,7 +445,29 @@ def _run_build(args: argparse.Namespace) -> int:
         f"over {parity['n']} texts, arg-max agreement {parity['argmax_agreement']:.4f}",
         highlight=False,
     )
+    _print_operating(args.output, manifest)
     return 0
+
+
+def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
+    """A mail model's numbers an operator asks first, and its worst errors to read."""
+    op = manifest.get("metrics", {}).get("operating")
+    calib = manifest.get("calibration") or {}
+    if not op:
+        return
+    out.print(
+        f"calibrated (T={calib.get('temperature', 1.0):.3f}, ECE {calib.get('ece_before', 0):.4f}"
+        f" -> {calib.get('ece_after', 0):.4f}): ham flagged at review "
+        f"{op['ham_fpr_at_review']:.4f}, at quarantine {op['ham_fpr_at_quarantine']:.4f}; "
+        "phishing caught at review "
+        f"{op.get('phish_recall_at_review', float('nan')):.4f}",
+        highlight=False,
+    )
+    worst = json.loads((bundle_dir / op["worst_errors"]).read_text(encoding="utf-8"))
+    for kind in ("false_alarms", "misses"):
+        out.print(f"[bold]worst {kind.replace('_', ' ')}[/] ({op['worst_errors']})")
+        for row in worst[kind][:20]:
+            out.print(f"  {row['score']:.3f} {row['label']:5} {escape(row['text'][:110])}")
 
 
 # --- serving: doctor / repo build / serve-triton ----------------------------------------

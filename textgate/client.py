@@ -11,7 +11,11 @@ covers its retries. A retry happens only after ``UNAVAILABLE`` (the request neve
 model, or the connection died), at most ``retries`` times, each time on another endpoint
 when there is one. Endpoints failing that way are ejected; a background probe re-admits
 them when Triton reports ready. With no endpoint left, ``TritonUnavailable`` is raised at
-once (the gateway answers 503) instead of waiting for a deadline.
+once (the gateway answers 503) instead of waiting for a deadline. An inference that an
+endpoint refuses because it does not hold the model ("unknown model": a replica that missed a
+release switch, or one shutting down) never reached a model either: it is retried on another
+endpoint, and when that one answers, the first is ejected as out of step (the gateway then
+reconciles it before re-admission). With one endpoint it stays a ``TritonError`` (502).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +65,12 @@ def _aio() -> Any:
     return aio
 
 
+def _model_missing(exc: Exception) -> bool:
+    """Triton does not hold the model (a replica out of step, or one shutting down)."""
+    text = _brief(exc)
+    return "unknown model" in text or "has no available versions" in text
+
+
 def _status(exc: Exception) -> str:
     """'UNAVAILABLE', 'DEADLINE_EXCEEDED', ... from an InferenceServerException."""
     status = getattr(exc, "status", lambda: None)()
@@ -87,6 +97,9 @@ class TritonClient:
         self._next = 0
         self._probe: asyncio.Task[None] | None = None
         self.retries = 0  # attempts beyond the first, for metrics
+        # Asked before an ejected endpoint that reports ready again is re-admitted: None
+        # admits it, a reason keeps it out (the gateway reconciles its release state here).
+        self.admit: Callable[[str], Awaitable[str | None]] | None = None
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -121,6 +134,11 @@ class TritonClient:
             ready = await self._conn(ep).is_server_ready(client_timeout=_PROBE_TIMEOUT_S)
         except Exception as exc:
             ready, ep.last_error = False, _brief(exc)
+        if ready and ep.ejected and self.admit is not None:
+            reason = await self.admit(ep.url)
+            if reason is not None:
+                ep.last_error = reason
+                return
         if ready:
             ep.ejected, ep.failures = False, 0
         else:
@@ -131,6 +149,12 @@ class TritonClient:
 
     def healthy(self) -> list[str]:
         return [ep.url for ep in self.endpoints if not ep.ejected]
+
+    def eject(self, url: str, reason: str) -> None:
+        """Take an endpoint out of rotation now; the probe re-admits it (through ``admit``)."""
+        for ep in self.endpoints:
+            if ep.url == url:
+                ep.ejected, ep.last_error = True, reason
 
     def describe(self) -> list[dict[str, Any]]:
         return [
@@ -170,12 +194,15 @@ class TritonClient:
             probs = np.asarray(result.as_numpy("probabilities"), dtype=np.float32)
             return Prediction(labels, probs.reshape(len(texts), -1), ep.url)
 
-        return await self._with_retries(model, call, timeout_s)
+        return await self._with_retries(model, call, timeout_s, retry_missing=True)
 
-    async def _with_retries(self, model: str, call: Any, timeout_s: float | None) -> Any:
+    async def _with_retries(
+        self, model: str, call: Any, timeout_s: float | None, *, retry_missing: bool = False
+    ) -> Any:
         deadline = time.monotonic() + (timeout_s or self.config.timeout_s)
         tried: list[Endpoint] = []
         last = ""
+        missing: list[tuple[Endpoint, str]] = []  # endpoints that do not serve ``model``
         for attempt in range(1 + self.config.retries):
             ep = self._pick(tried)
             if ep is None:
@@ -194,15 +221,21 @@ class TritonClient:
                     raise TritonTimeout(
                         f"Triton ({ep.url}) did not answer '{model}' within the deadline"
                     ) from None
+                rejected = f"Triton ({ep.url}) rejected '{model}': {_brief(exc)}"
+                if retry_missing and _model_missing(exc):
+                    missing.append((ep, rejected))  # never reached a model: safe to retry
+                    continue
                 if status != "UNAVAILABLE":
-                    raise TritonError(
-                        f"Triton ({ep.url}) rejected '{model}': {_brief(exc)}"
-                    ) from None
+                    raise TritonError(rejected) from None
                 last = f"{ep.url}: {_brief(exc)}"
                 self._failed(ep, last)
                 continue
             ep.failures = 0
+            for other, why in missing:  # another replica serves it: those are out of step
+                self.eject(other.url, f"serves another model set than its peers: {why}")
             return result
+        if missing and not last:
+            raise TritonError(missing[0][1])
         reason = last or "every endpoint is ejected: " + "; ".join(
             f"{e.url}: {e.last_error or 'unhealthy'}" for e in self.endpoints
         )

@@ -25,6 +25,11 @@ class FakeError(Exception):
         return f"fake {self._status}"
 
 
+class MissingModel(FakeError):
+    def message(self) -> str:
+        return "Request for unknown model: 'spam' has no available versions"
+
+
 class FakeResult:
     def __init__(self, n: int) -> None:
         self.n = n
@@ -43,6 +48,8 @@ class FakeConn:
     async def infer(self, model: str, inputs: list[Any], **kw: Any) -> FakeResult:
         self.calls.append(kw)
         what = self.behaviour.pop(0) if self.behaviour else "ok"
+        if what == "MISSING":  # what Triton says for a model it does not hold
+            raise MissingModel("NOT_FOUND")
         if what != "ok":
             raise FakeError(what)
         return FakeResult(inputs[0].shape()[0])
@@ -101,3 +108,47 @@ def test_probe_readmits_an_ejected_endpoint() -> None:
     c.endpoints[0].ejected = True
     asyncio.run(c.probe())
     assert c.healthy() == ["h0:1"]
+
+
+def test_a_replica_without_the_model_is_retried_elsewhere_then_ejected() -> None:
+    c, (a, b) = client(["MISSING"], [], retries=1)
+    c._next = 1  # the first pick is endpoint 0
+    pred = asyncio.run(c.infer("spam", ["x"]))
+    assert pred.endpoint == "h1:1" and len(a.calls) == len(b.calls) == 1
+    assert c.endpoints[0].ejected and "serves another model set" in c.endpoints[0].last_error
+    assert c.healthy() == ["h1:1"] and c.retries == 1
+
+
+def test_a_model_missing_everywhere_is_a_rejection_and_ejects_nobody() -> None:
+    c, _ = client(["MISSING"], ["MISSING"], retries=1)
+    with pytest.raises(TritonError, match="unknown model") as info:
+        asyncio.run(c.infer("spam", ["x"]))
+    assert not isinstance(info.value, TritonUnavailable)
+    assert c.healthy() == ["h0:1", "h1:1"]
+    single, _ = client(["MISSING"], retries=1)
+    with pytest.raises(TritonError, match="rejected"):
+        asyncio.run(single.infer("spam", ["x"]))
+    assert single.healthy() == ["h0:1"]
+
+
+def test_admit_hook_decides_whether_a_returning_endpoint_gets_traffic() -> None:
+    c, _ = client([])
+    c.endpoints[0].ejected = True
+    asked: list[str] = []
+
+    async def refuse(url: str) -> str | None:
+        asked.append(url)
+        return "replica not reconciled"
+
+    c.admit = refuse
+    asyncio.run(c.probe())
+    assert c.healthy() == [] and c.endpoints[0].last_error == "replica not reconciled"
+
+    async def accept(url: str) -> str | None:
+        return None
+
+    c.admit = accept
+    asyncio.run(c.probe())
+    assert c.healthy() == ["h0:1"] and asked == ["h0:1"]
+    asyncio.run(c.probe())  # a healthy endpoint is not asked again
+    assert asked == ["h0:1"]

@@ -29,9 +29,9 @@ from fastapi import APIRouter, Depends, Request
 from prometheus_client import Counter
 from pydantic import BaseModel, Field
 
-from textgate import release
+from textgate import release, replicas
 from textgate.config import Config
-from textgate.errors import BundleError, ReleaseError, TextgateError
+from textgate.errors import BundleError, ConfigError, ReleaseError, TextgateError
 from textgate.gateway import logs
 from textgate.gateway.events import text_hash
 from textgate.gateway.routing import Route
@@ -51,11 +51,7 @@ class ReleaseHook(release.StateView):
         super().__init__(config.release.repository)
         self.settings = config.release
         self.gateway = gateway
-        control = (
-            release.HttpControl(self.settings.triton_http, self.settings.triton_api_key)
-            if self.settings.triton_http
-            else None
-        )
+        control = _control_of(config, gateway)
         self.manager = release.Releases(
             config.release.repository, self.settings, repository=config.repository, control=control
         )
@@ -93,6 +89,35 @@ class ReleaseHook(release.StateView):
             return
         if done["loaded"] or done["unloaded"]:
             logs.event("release state reconciled", loaded=done["loaded"], unloaded=done["unloaded"])
+
+    async def admit(self, grpc_url: str) -> str | None:
+        """Before the client re-admits a Triton replica: make it match the release state
+        (it may have missed a switch while down). None admits it; else the reason it stays
+        out (logged, and shown in /v1/models)."""
+        control = self.manager.control
+        if not isinstance(control, replicas.Replicas):
+            return None
+        http = _http_of(self.gateway, control).get(grpc_url)
+        if http is None:
+            return None
+        why = await asyncio.to_thread(
+            replicas.reconcile_replica, self.manager, control.replica(http)
+        )
+        if why is None:
+            control.missed.discard(http)
+            logs.event("triton replica reconciled", endpoint=grpc_url)
+        else:
+            logs.event("triton replica kept out", logging.WARNING, endpoint=grpc_url, reason=why)
+        return why
+
+    def eject_missed(self) -> None:
+        """Replicas that were down during an operation leave rotation until reconciled."""
+        control = self.manager.control
+        if isinstance(control, replicas.Replicas) and control.missed:
+            by_http = {h: g for g, h in _http_of(self.gateway, control).items()}
+            for http in control.missed:
+                if http in by_http:
+                    self.gateway.runtime.client.eject(by_http[http], "missed a release switch")
 
     async def stop(self) -> None:
         if self._monitor is not None:
@@ -204,6 +229,27 @@ class ReleaseHook(release.StateView):
             )
         except TextgateError as exc:
             logs.event("release event not stored", logging.WARNING, task=task, error=exc.message)
+
+
+def _control_of(config: Config, gateway: Gateway) -> release.ModelControl | None:
+    """release.triton_http: one host:port, or one per Triton gRPC endpoint (same order)."""
+    urls = [u.strip() for u in config.release.triton_http.split(",") if u.strip()]
+    key = config.release.triton_api_key
+    if len(urls) <= 1:
+        return release.HttpControl(urls[0], key) if urls else None
+    grpc = gateway.endpoints_override or list(config.client.endpoints)
+    if len(grpc) != len(urls):
+        raise ConfigError(
+            "release.triton_http",
+            f"{len(urls)} HTTP endpoints for {len(grpc)} Triton gRPC endpoints",
+            hint="list one host:port per client.endpoints entry, in the same order",
+        )
+    return replicas.Replicas(urls, key)
+
+
+def _http_of(gateway: Gateway, control: replicas.Replicas) -> dict[str, str]:
+    grpc = gateway.endpoints_override or list(gateway.config.client.endpoints)
+    return dict(zip(grpc, control.controls, strict=False))
 
 
 def release_hook(config: Config, gateway: Gateway) -> ReleaseHook | None:
@@ -321,6 +367,7 @@ async def _run(request: Request, op: str, fn: Any, *args: Any, **kw: Any) -> Any
         hook.operations.labels(op, "failed").inc()
         raise
     hook.operations.labels(op, "ok").inc()
+    hook.eject_missed()
     gw = request.app.state.gateway
     with contextlib.suppress(TextgateError):
         await gw.rediscover()

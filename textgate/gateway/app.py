@@ -167,7 +167,14 @@ class Gateway:
         return self.endpoints_override or list(config.client.endpoints)
 
     def _client(self, config: Config) -> TritonClient:
-        return TritonClient(self._endpoints(config), config.client, api_key=self.triton_api_key)
+        client = TritonClient(self._endpoints(config), config.client, api_key=self.triton_api_key)
+        client.admit = self._admit
+        return client
+
+    async def _admit(self, endpoint: str) -> str | None:
+        """A returning Triton replica first matches the release state (admin.ReleaseHook)."""
+        hook = getattr(self, "releases", None)
+        return await hook.admit(endpoint) if hook is not None else None
 
     def _runtime(self, config: Config, client: TritonClient, router: Router) -> Runtime:
         gw = config.gateway
@@ -482,7 +489,7 @@ def _routes(app: FastAPI) -> None:
             _parse(media, b"", 1)  # 415 before reading the body
         body = await _read_body(request, rt.config.gateway.max_body_bytes)
         raw = _parse(media, body, rt.config.gateway.max_batch)
-        ctx.tenant = rt.policy.tenant(request.headers)
+        ctx.tenant = request.state.tenant = rt.policy.tenant(request.headers)
         ctx.sender = request.headers.get("x-sender")  # a canary key option
         if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
             ctx.client_id = ctx.request_id
@@ -490,9 +497,8 @@ def _routes(app: FastAPI) -> None:
         results = await gw.service.classify(rt, task, raw, ctx)
         if ctx.repeated:
             response.headers["X-Idempotent-Replay"] = "true"
-        for r in results:
-            gw.metrics.requests.labels(task, r["action"], "200").inc()
-        gw.metrics.observe_stages(ctx.timings_ms)
+        gw.metrics.classified(task, ctx.tenant, results)
+        gw.metrics.observe_stages(ctx.timings_ms, task)
         request.state.task = task
         return {"request_id": ctx.request_id, "task": task, "results": results}
 
@@ -644,7 +650,8 @@ def _account(gw: Gateway, request: Request, response: Response, rid: str, start:
     task = task if task in gw.runtime.router.public() else "unknown"
     code = response.status_code
     if code != 200:
-        gw.metrics.requests.labels(task, "none", str(code)).inc()
+        tenant = getattr(request.state, "tenant", None)
+        gw.metrics.failed(task, gw.runtime.router.routes, tenant, code)
     if code == 429:
         gw.metrics.rejected.inc()
     logs.logger.info(
