@@ -654,6 +654,34 @@ class Releases:
                     out.append(text)
         return out[-self.settings.shadow_log_max :]
 
+    def shadow_outputs(
+        self, task: str, serving: int, candidate: int, n_labels: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Recorded (serving, candidate) probabilities of the text-less shadow rows that
+        were made by this very pair of versions."""
+        path = self.dir / "shadow" / f"{task}.jsonl"
+        s_rows: list[list[float]] = []
+        c_rows: list[list[float]] = []
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for line in lines[-self.settings.shadow_log_max :]:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                row = json.loads(line)
+                if isinstance(row.get("text"), str):
+                    continue  # re-run by compare from its text
+                pair = (int(row["serving"]), int(row["candidate"]))
+                s, c = (
+                    [float(x) for x in row["serving_probs"]],
+                    [float(x) for x in row["candidate_probs"]],
+                )
+                if pair == (serving, candidate) and len(s) == len(c) == n_labels:
+                    s_rows.append(s)
+                    c_rows.append(c)
+        shape = (len(s_rows), n_labels)
+        return (
+            np.asarray(s_rows, np.float32).reshape(shape),
+            np.asarray(c_rows, np.float32).reshape(shape),
+        )
+
     def compare(self, task: str, infer: Infer, *, data: Path | str | None = None) -> dict[str, Any]:
         """Run serving and candidate on the shadow log (+ a labelled file); gate; save."""
         t = self.task(task)
@@ -662,16 +690,19 @@ class Releases:
             raise ReleaseError(f"{task} has no candidate version to compare")
         labels = t["versions"][str(t["serving"])]["labels"]
         shadow = self.shadow_texts(task)
+        # Rows kept without their text (events.store_text: false) carry both outputs of
+        # the shadow copy: those answers are compared as recorded, not re-run.
+        rec_s, rec_c = self.shadow_outputs(task, int(t["serving"]), int(cand), len(labels))
         rows = read_labelled(Path(data), labels) if data is not None else []
         texts = shadow + [r[0] for r in rows]
         rate = self.settings.compare_texts_per_s
         serving_p = _probs(infer, ensemble(task, t["serving"]), texts, len(labels), rate)
         cand_p = _probs(infer, ensemble(task, cand), texts, len(labels), rate)
         report = gate_report(
-            serving_p,
-            cand_p,
+            np.concatenate([rec_s, serving_p]),
+            np.concatenate([rec_c, cand_p]),
             [r[1] for r in rows],
-            n_shadow=len(shadow),
+            n_shadow=len(shadow) + len(rec_s),
             settings=self.settings,
             manifest_f1=(
                 t["versions"][str(t["serving"])]["metrics"].get("f1"),

@@ -512,3 +512,27 @@ def test_a_changed_installed_manifest_is_not_loaded(
     with pytest.raises(BundleError):
         rel.reconcile()
     assert control._get() == set()
+
+
+def test_compare_uses_recorded_outputs_of_text_less_shadow_rows(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    # events.store_text: false keeps no text in the shadow log; the shadow copy's own two
+    # answers are what compare judges (nothing to re-run).
+    rel = _open(repo, control, min_compare_texts=50)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+
+    def row(i: int, candidate: int, s: list[float], c: list[float]) -> dict[str, Any]:
+        return {"text_sha256": f"{i:064x}", "serving": "1", "candidate": candidate,
+                "serving_probs": s, "candidate_probs": c}  # fmt: skip
+
+    for i in range(60):
+        rel.record_shadow("spam", row(i, 2, [0.9, 0.1], [0.8, 0.2]))
+    rel.record_shadow("spam", row(99, 7, [0.1, 0.9], [0.9, 0.1]))  # another pair: not used
+
+    def infer(model: str, texts: Any) -> np.ndarray:
+        raise AssertionError("nothing to re-run: no shadow row has a text")
+
+    report = rel.compare("spam", infer)
+    assert report["passed"] and report["n_shadow"] == 60 and report["agreement"] == 1.0

@@ -118,8 +118,6 @@ class Policy:
 
 # --- malformed mail (issue 9 §4) ----------------------------------------------------------
 
-_SEVERITY = {"allow": 0, "review": 1, "quarantine": 2}
-
 
 def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:
     """A message read best-effort gets at least ``malformed_action``: breaking the MIME

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -33,10 +34,14 @@ def test_client_text_in_an_error_is_encodable_escaped_and_bounded() -> None:
 
 
 @pytest.fixture
-def client() -> Iterator[TestClient]:
+def client(tmp_path: Path) -> Iterator[TestClient]:
     # No Triton: input is validated before any task is looked up or scored.
     config = Config.from_dict(
-        {"client": {"endpoints": ["127.0.0.1:9"]}, "gateway": {"parse_workers": 0}}
+        {
+            "client": {"endpoints": ["127.0.0.1:9"]},
+            "gateway": {"parse_workers": 0},
+            "events": {"outbox_path": str(tmp_path / "events.sqlite3")},
+        }
     )
     with TestClient(create_app(config), raise_server_exceptions=False) as c:
         yield c

@@ -61,8 +61,12 @@ class FlakyClient:
         return dict.fromkeys(models, self.answers.pop(0))
 
 
-def test_readyz_needs_several_failed_probes_once_ready() -> None:
-    config = {"gateway": {"parse_workers": 0}, "client": {"endpoints": ["127.0.0.1:9"]}}
+def test_readyz_needs_several_failed_probes_once_ready(tmp_path: Path) -> None:
+    config = {
+        "gateway": {"parse_workers": 0},
+        "client": {"endpoints": ["127.0.0.1:9"]},
+        "events": {"outbox_path": str(tmp_path / "events.sqlite3")},
+    }
     gw = app_module.Gateway(Config.from_dict(config))
     gw.runtime.router = Router({"spam": _route("spam")})
     gw.runtime.client = FlakyClient([False, True, False, False, True, False, False, False])  # type: ignore[assignment]
@@ -72,6 +76,7 @@ def test_readyz_needs_several_failed_probes_once_ready() -> None:
 
     # never ready yet: down at once; then one or two slow probes do not flip it; three do
     assert asyncio.run(probes(8)) == [False, True, True, True, True, True, True, False]
+    gw.events.outbox.close()
 
 
 def test_the_default_outbox_path_is_absolute(
