@@ -813,6 +813,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--host", help="bind address (default gateway.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default gateway.port, 8080; 0: a free one)")
     p.add_argument("--triton", help="Triton gRPC endpoints host:port,...; none: embedded")
+    p.add_argument("--spamd-port", type=int, help="spamc/spamd listener (mail.spamd_port)")
+    p.add_argument("--milter-port", type=int, help="milter listener (mail.milter_port)")
     p.add_argument(
         "--bundle",
         type=Path,
@@ -830,7 +832,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     require("uvicorn", "serve")
     from textgate.gateway import server
 
-    cfg = _load_config(args.config)
+    cfg = _with_mail_ports(_load_config(args.config), args.spamd_port, args.milter_port)
     endpoints = [e.strip() for e in (args.triton or "").split(",") if e.strip()]
     host = args.host or cfg.gateway.host
     port = cfg.gateway.port if args.port is None else args.port
@@ -852,6 +854,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         on_ready=ready,
         log=lambda m: console.print(m, highlight=False),
     )
+
+
+def _with_mail_ports(cfg: Any, spamd: int | None, milter: int | None) -> Any:
+    import dataclasses
+
+    ports = {"spamd_port": spamd, "milter_port": milter}
+    ports = {k: v for k, v in ports.items() if v is not None}
+    return dataclasses.replace(cfg, mail=dataclasses.replace(cfg.mail, **ports)) if ports else cfg
 
 
 # --- replay -----------------------------------------------------------------------------
