@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from gateway_fixtures import RunningGateway, run_gateway
+from mailtools import run_miltertest
 
 from textgate import feedback
 from textgate.triton import TritonServer, free_port
@@ -202,3 +203,67 @@ def test_connection_cap_answers_busy(gateway: RunningGateway) -> None:
     while b"PONG" not in _raw(gateway, b"PING SPAMC/1.5\r\n\r\n"):
         assert time.monotonic() < deadline, "the cap was not released"
         time.sleep(0.1)
+
+
+# --- miltertest ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user", "expect", "absent"),
+    [
+        ("", ["REPLY accept", "HDR X-Spam-Flag", "HDR X-Textgate-Action"], ["QUARANTINE"]),
+        ("reviewer", ["REPLY replycode"], ["HDR X-Spam-Flag"]),  # mail.milter_review: reject
+        ("strict", ["REPLY accept", "HDR X-Spam-Status", "QUARANTINE"], []),
+    ],
+    ids=["allow-headers", "review-reject", "quarantine"],
+)
+def test_miltertest_each_action(
+    gateway: RunningGateway, tmp_path: Path, user: str, expect: list[str], absent: list[str]
+) -> None:
+    port = gateway.mail["milter_port"]  # type: ignore[attr-defined]
+    before = _metric(gateway, "textgate_requests_total{")
+    out = run_miltertest(port, (DATA / "alternative.eml").read_bytes(), tmp_path, user=user)
+    assert all(e in out for e in expect) and not any(a in out for a in absent), out
+    assert _metric(gateway, "textgate_requests_total{") == before + 1  # the service counted it
+
+
+def test_miltertest_over_limit_and_aborted(gateway: RunningGateway, tmp_path: Path) -> None:
+    port = gateway.mail["milter_port"]  # type: ignore[attr-defined]
+    big = run_miltertest(port, (DATA / "long.eml").read_bytes(), tmp_path, user="strict")
+    assert "REPLY accept" in big and "HDR X-Textgate-Skipped" in big and "QUARANTINE" not in big
+    raw = (DATA / "attachments.eml").read_bytes()
+    out = run_miltertest(port, raw, tmp_path, user="strict", abort=True)
+    assert "ABORTED" in out and "QUARANTINE" in out, out
+
+
+def test_feedback_over_http(gateway: RunningGateway) -> None:
+    with gateway.client() as c:
+        r = c.post(
+            "/v1/classify/spam?explain=3",
+            content=(DATA / "html_only.eml").read_bytes(),
+            headers={"content-type": "message/rfc822"},
+        )
+        assert r.status_code == 200, r.text
+        result = r.json()["results"][0]
+        assert len(result["explanation"]) == 3
+        assert {"span", "kind", "contribution"} <= set(result["explanation"][0])
+        assert c.post("/v1/classify/spam?explain=x", json={"text": "hi there"}).status_code == 422
+        rid = result["request_id"]
+        ok = c.post("/v1/feedback", json={"request_id": rid, "label": "spam"})
+        assert ok.status_code == 201, ok.text
+        assert ok.json()["previous_label"] == result["label"] and ok.json()["task"] == "spam"
+        gone = c.post("/v1/feedback", json={"request_id": "no-such-id", "label": "spam"})
+        assert gone.status_code == 404 and "send the message" in gone.json()["error"]["hint"]
+        bad = c.post("/v1/feedback", json={"text": "cheap pills", "label": "eggs"})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "label"
+        both = c.post("/v1/feedback", json={"text": "a", "request_id": rid, "label": "spam"})
+        assert both.status_code == 422
+        codes = [
+            c.post(
+                "/v1/feedback",
+                json={"text": f"cheap pills {i}", "label": "spam"},
+                headers={"X-Tenant": "strict"},
+            ).status_code
+            for i in range(7)
+        ]
+        assert codes[:5] == [201] * 5 and codes[5:] == [429, 429]  # max_per_tenant_per_hour: 5

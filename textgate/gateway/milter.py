@@ -80,7 +80,7 @@ class Message:
         return b"".join(self.head) + b"\r\n" + b"".join(self.body)
 
 
-def answer(kind: str, mark: headers.Mark | None, note: str = "") -> list[bytes]:
+def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
     """The end-of-message packets for a reply kind."""
     add = [packet(b"h", _cstr(k, v)) for k, v in headers.header_lines(mark)] if mark else []
     rid = mark.request_id if mark else ""
@@ -95,7 +95,7 @@ def answer(kind: str, mark: headers.Mark | None, note: str = "") -> list[bytes]:
         return [packet(b"y", _cstr(f"550 5.7.1 Message rejected as spam by textgate {rid}"))]
     if kind == "discard":
         return [packet(b"d")]
-    return [packet(b"y", _cstr(f"451 4.7.1 textgate cannot scan now, try again later {note}"))]
+    return [packet(b"t")]  # tempfail: the MTA answers 4xx and the sender retries
 
 
 class Server:
@@ -245,7 +245,8 @@ class Session:
         except TextgateError as exc:
             if status_of(exc) >= 500 or status_of(exc) == 429:
                 s.count("eom", "error")
-                return answer(s.replies["error"], None, exc.message[:120])
+                logs.event("milter: cannot scan", error=exc.message)
+                return answer(s.replies["error"], None)
             s.count("eom", "input_error")  # the message cannot be read as mail: let it pass
             return [packet(b"h", _cstr("X-Textgate-Error", exc.message[:200])), packet(b"a")]
         kind = s.replies.get(mark.action, s.replies["review"] if mark.spam else s.replies["allow"])
