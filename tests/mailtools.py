@@ -9,9 +9,17 @@ a second, complete transaction on the same connection.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
+import threading
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
+
+from textgate.errors import TritonUnavailable
+from textgate.gateway.headers import Mark
+from textgate.gateway.status import ValidationFailed
 
 HEADERS_ADDED = ("X-Spam-Flag", "X-Spam-Status", "X-Textgate-Action", "X-Textgate-Skipped")
 HEADERS_ADDED += ("X-Textgate-Error", "X-Textgate-Request-Id")
@@ -105,3 +113,38 @@ def run_miltertest(
     )
     assert out.returncode == 0, f"miltertest failed:\n{out.stdout}\n{out.stderr}"
     return out.stdout.split("\n")
+
+
+class FakeScanner:
+    """Answers the action named by the milter's user (auth_authen); records what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bytes, str | None]] = []
+
+    async def scan(self, raw: bytes, user: str | None, *, explain: bool) -> Mark:
+        self.seen.append((raw, user))
+        if user == "down":
+            raise TritonUnavailable("no Triton endpoint answers")
+        if user == "bad":
+            raise ValidationFailed("no text to classify", field="message")
+        action = user or "allow"
+        spam = action != "allow"
+        return Mark(spam, 9.0 if spam else 1.0, 5.0, action, "spam", 0.9, {"ham": 0.1}, "m/1", "r1")
+
+    async def learn(self, raw: bytes, label: str, user: str | None, *, remove: bool) -> None:
+        raise AssertionError("a milter never learns")
+
+
+class Loop:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any) -> Any:
+        fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout=30)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)

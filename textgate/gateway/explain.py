@@ -69,7 +69,7 @@ def candidates(
 
 def _pattern(span: str) -> re.Pattern[str]:
     inner = r"\s+".join(re.escape(part) for part in span.split())
-    return re.compile(rf"(?<![\w.]){inner}(?![\w])", re.IGNORECASE)
+    return re.compile(rf"(?<![\w.-]){inner}(?!\w|[.-]\w)", re.IGNORECASE)  # not inside a domain
 
 
 def occlude(text: str, spans: Sequence[str]) -> str:

@@ -4,59 +4,17 @@ The real gateway + Triton path is in tests/integration/test_mail.py."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mailtools import run_miltertest, split_message
+from mailtools import FakeScanner, Loop, run_miltertest, split_message
 
-from textgate.errors import TritonUnavailable
 from textgate.gateway import milter
-from textgate.gateway.headers import Mark
-from textgate.gateway.status import ValidationFailed
 
 DATA = Path(__file__).parents[2] / "data" / "email"
 MESSAGE = (DATA / "html_only.eml").read_bytes()
-
-
-class FakeScanner:
-    """Answers the action named by the milter's user (auth_authen); records what it saw."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[bytes, str | None]] = []
-
-    async def scan(self, raw: bytes, user: str | None, *, explain: bool) -> Mark:
-        self.seen.append((raw, user))
-        if user == "down":
-            raise TritonUnavailable("no Triton endpoint answers")
-        if user == "bad":
-            raise ValidationFailed("no text to classify", field="message")
-        action = user or "allow"
-        spam = action != "allow"
-        return Mark(spam, 9.0 if spam else 1.0, 5.0, action, "spam", 0.9, {"ham": 0.1}, "m/1", "r1")
-
-    async def learn(self, raw: bytes, label: str, user: str | None, *, remove: bool) -> None:
-        raise AssertionError("a milter never learns")
-
-
-class Loop:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Any) -> Any:
-        fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result(timeout=30)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
 
 
 @pytest.fixture
