@@ -37,6 +37,7 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.InputError: 11,
     errors.Overloaded: 12,
     errors.ReleaseError: 13,
+    errors.FeedbackError: 14,
     errors.TextgateError: 1,
 }
 
@@ -147,6 +148,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
+    p.add_argument(
+        "--feedback", type=Path, help="fold the corrections of this feedback store into the data"
+    )
+    p.add_argument("--feedback-weight", type=int, default=3, help="copies of each correction")
+    p.add_argument("--feedback-cap", type=int, default=200, help="corrections used per tenant")
     p.set_defaults(handler=_run_train)
 
 
@@ -170,6 +176,8 @@ def _run_train(args: argparse.Namespace) -> int:
     train.check_output(args.output, force=args.force)
     train.resolve_base(args.base)
     table = _load_from_args(args)
+    if args.feedback is not None:
+        table = _fold_feedback(table, args)
     result = train.train(
         table, args.base, args.output, task=args.task, options=options, log=console.print
     )
@@ -178,6 +186,19 @@ def _run_train(args: argparse.Namespace) -> int:
     else:
         _print_train_summary(result, args.output)
     return 0
+
+
+def _fold_feedback(table: Any, args: argparse.Namespace) -> Any:
+    from textgate import feedback
+
+    if args.feedback_weight < 1 or args.feedback_cap < 1:
+        raise errors.DataError("--feedback-weight and --feedback-cap must be >= 1")
+    rows = feedback.read_all(args.feedback, task=args.task)
+    table, report = feedback.fold(
+        table, rows, weight=args.feedback_weight, cap_per_tenant=args.feedback_cap
+    )
+    console.print(f"feedback {args.feedback}: {report.as_dict()}", highlight=False)
+    return table
 
 
 def _print_train_summary(result: dict[str, Any], output: Path) -> None:

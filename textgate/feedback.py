@@ -324,3 +324,74 @@ def read_all(path: Path, task: str | None = None) -> list[Correction]:
         return store.find(task=task, limit=-1)
     finally:
         store.close()
+
+
+# --- folding corrections into training data ---------------------------------------------------
+
+
+@dataclass
+class FoldReport:
+    corrections: int = 0  # read from the store for this task
+    used: int = 0  # distinct texts folded in
+    duplicates: int = 0  # older corrections of a text corrected again later
+    over_cap: int = 0  # beyond a tenant's cap
+    unknown_label: int = 0  # labels the training data does not have
+    replaced: int = 0  # rows of the base data whose text a correction relabels
+    weight: int = 1
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def fold(
+    table: Any,
+    corrections: Sequence[Correction],
+    *,
+    weight: int = 3,
+    cap_per_tenant: int = 200,
+) -> tuple[Any, FoldReport]:
+    """``table`` (a data.Table) with the corrections folded in.
+
+    Deduplicated (the newest correction of a text wins), capped per tenant (its newest
+    ``cap_per_tenant`` distinct texts), weighted (each used correction appears ``weight``
+    times; the split is by content hash, so the copies never straddle train and test), and
+    authoritative (base rows with a corrected text are dropped).
+    """
+    from textgate.data import Table, text_hash
+
+    report = FoldReport(corrections=len(corrections), weight=weight)
+    newest: dict[str, Correction] = {}
+    for c in sorted(corrections, key=lambda c: -c.id):
+        key = text_hash(c.text)
+        if key in newest:
+            report.duplicates += 1
+        else:
+            newest[key] = c
+    per_tenant: dict[str, int] = {}
+    used: dict[str, Correction] = {}
+    for key, c in newest.items():  # newest first
+        if c.label not in table.label_names:
+            report.unknown_label += 1
+            continue
+        n = per_tenant.get(c.tenant or "", 0)
+        if n >= cap_per_tenant:
+            report.over_cap += 1
+            continue
+        per_tenant[c.tenant or ""] = n + 1
+        used[key] = c
+    report.used = len(used)
+    keep = [i for i, t in enumerate(table.texts) if text_hash(t) not in used]
+    report.replaced = len(table.texts) - len(keep)
+    texts = [table.texts[i] for i in keep]
+    labels = [table.labels[i] for i in keep]
+    for c in used.values():
+        texts += [c.text] * weight
+        labels += [c.label] * weight
+    folded = Table(
+        texts=tuple(texts),
+        labels=tuple(labels),
+        label_names=table.label_names,
+        source=f"{table.source}+feedback",
+        report=table.report,
+    )
+    return folded, report
