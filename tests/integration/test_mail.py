@@ -236,7 +236,14 @@ def test_miltertest_over_limit_and_aborted(gateway: RunningGateway, tmp_path: Pa
     assert "ABORTED" in out and "QUARANTINE" in out, out
 
 
-def test_feedback_over_http(gateway: RunningGateway) -> None:
+def _triton_requests(server: TritonServer, model: str) -> float:
+    text = httpx.get(server.metrics_url, timeout=10).text
+    key = f'nv_inference_request_success{{model="{model}",'
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(key))
+
+
+def test_feedback_over_http(gateway: RunningGateway, triton_server: TritonServer) -> None:
+    before = _triton_requests(triton_server, "spam")
     with gateway.client() as c:
         r = c.post(
             "/v1/classify/spam?explain=3",
@@ -246,6 +253,8 @@ def test_feedback_over_http(gateway: RunningGateway) -> None:
         assert r.status_code == 200, r.text
         result = r.json()["results"][0]
         assert len(result["explanation"]) == 3
+        # The classification and the whole occlusion batch: two requests to the ensemble.
+        assert _triton_requests(triton_server, "spam") - before == 2
         assert {"span", "kind", "contribution"} <= set(result["explanation"][0])
         assert c.post("/v1/classify/spam?explain=x", json={"text": "hi there"}).status_code == 422
         rid = result["request_id"]
