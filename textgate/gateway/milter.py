@@ -17,7 +17,8 @@ Apache-2.0. The protocol itself is a dozen packet types.
 
 Limits: a body past ``max_bytes`` is not kept (the message is accepted unscanned with an
 ``X-Textgate-Skipped`` header), packets over ``MAX_PACKET`` close the connection, a silent
-MTA is dropped after ``timeout_s``, and connections beyond the cap are answered tempfail.
+MTA is dropped after ``timeout_s`` within a packet (10x that between packets), and
+connections beyond the cap are answered tempfail.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ VERSION = 6
 SMFIF_ADDHDRS, SMFIF_QUARANTINE = 0x01, 0x20
 REPLIES = ("accept", "headers", "quarantine", "reject", "discard", "tempfail")
 _NO_REPLY = {b"D", b"A", b"Q", b"K"}
+IDLE_FACTOR = 10  # read_timeout_s x this between packets (300 s by default)
 
 
 def replies(mail_config: Any) -> dict[str, str]:
@@ -168,9 +170,10 @@ class Session:
 
     async def read(self) -> tuple[bytes, bytes]:
         s = self.server
-        (length,) = struct.unpack(
-            "!I", await asyncio.wait_for(self.reader.readexactly(4), s.timeout_s)
-        )
+        # Between packets the MTA may be waiting on its SMTP client (Postfix's smtpd timeout
+        # is 300 s): idle for longer than a packet takes to arrive.
+        idle = s.timeout_s * IDLE_FACTOR
+        (length,) = struct.unpack("!I", await asyncio.wait_for(self.reader.readexactly(4), idle))
         if not 1 <= length <= MAX_PACKET:
             raise ConnectionError(f"milter packet of {length} bytes")
         data = await asyncio.wait_for(self.reader.readexactly(length), s.timeout_s)
