@@ -1,5 +1,8 @@
 """SpamAssassin (Debian's, rules only) vs textgate on the same messages, through the same client.
 
+    python benchmarks/spamassassin_compare.py --corpus data/email --write-train mail.jsonl
+    textgate train --task spam --data mail.jsonl --labels ham,spam --max-length 128 \\
+        --epochs 1 -o ck && textgate export ck -o BUNDLE --variants int8
     python benchmarks/spamassassin_compare.py --corpus data/email --bundle BUNDLE --per-label 300
     python benchmarks/spamassassin_compare.py --corpus data/email --textgate-spamd 127.0.0.1:7830 \\
         --textgate-pid PID
@@ -171,11 +174,45 @@ def sample(corpus: Path, per_label: int, seed: int) -> list[tuple[str, str, byte
     return out
 
 
+def write_train(corpus: Path, counts: dict[str, int], out: Path, seed: int = 1) -> int:
+    """A JSONL training file (``text``, ``label``; phish -> spam) for ``textgate train``.
+
+    Rows come from every split: ``textgate train`` splits by the same content hash, so the
+    messages this script tests on land in its test split and are never trained on.
+    """
+    from textgate import normalize
+
+    rows = read_manifest(corpus)
+    messages = load_messages(corpus, {f for f, _ in rows})
+    settings = normalize.NormalizeSettings()
+    by_label: dict[str, list[str]] = {}
+    for f, label in rows:
+        try:
+            text = normalize.normalize_email(messages[f], settings).text
+        except Exception:  # an unreadable message is simply not sampled
+            continue
+        by_label.setdefault(label, []).append(text)
+    rng = random.Random(seed)
+    n = 0
+    with out.open("w", encoding="utf-8") as f:
+        for label, count in counts.items():
+            texts = by_label.get(label, [])
+            for text in rng.sample(texts, min(count, len(texts))):
+                tag = "spam" if label in POSITIVE else "ham"
+                f.write(json.dumps({"text": text, "label": tag}, ensure_ascii=False) + "\n")
+                n += 1
+    return n
+
+
 # --- servers and CPU ------------------------------------------------------------------------
 
 
 def tree_cpu_s(pid: int) -> float:
-    """User + system seconds of ``pid`` and all its live descendants."""
+    """User + system seconds of ``pid`` and its descendants, the exited ones included.
+
+    A process's own times plus those of its reaped children (``cutime``/``cstime``): spamd
+    replaces a child after ``--max-conn-per-child`` messages, and that child's work counts.
+    """
     ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -185,7 +222,7 @@ def tree_cpu_s(pid: int) -> float:
         with contextlib.suppress(OSError):
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             parents[int(entry.name)] = int(fields[1])
-            times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+            times[int(entry.name)] = sum(int(x) for x in fields[11:15]) / ticks
     total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
@@ -289,7 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sa-children", type=int, default=2, help="spamd children")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--out", type=Path, default=Path("spamassassin_compare.json"))
+    p.add_argument("--write-train", type=Path, help="write a training JSONL instead, and stop")
+    p.add_argument("--train-counts", default="ham=1500,spam=750,phish=750")
     args = p.parse_args(argv)
+    if args.write_train:
+        counts = {k: int(v) for k, v in (x.split("=") for x in args.train_counts.split(","))}
+        print(f"{write_train(args.corpus, counts, args.write_train)} rows", file=sys.stderr)
+        return 0
     if not args.bundle and not args.textgate_spamd:
         p.error("give --bundle or --textgate-spamd")
     messages = sample(args.corpus, args.per_label, args.seed)

@@ -149,6 +149,9 @@ def test_spamc_ping_and_learn(gateway: RunningGateway) -> None:
     assert [r.label for r in rows] == ["ham", "spam"]  # newest first
     assert rows[0].tenant == "reviewer" and rows[0].previous_action == "review"
     assert rows[0].request_id and rows[0].text.startswith("Updated terms Dear customer")
+    forget = spamc(gateway, "-L", "forget", "-u", "reviewer", data=processed)  # TELL Remove
+    assert b"successfully" in forget.stdout, forget
+    assert feedback.read_all(gateway.tmp / "feedback.sqlite3") == []  # type: ignore[attr-defined]
 
 
 def test_spamc_message_over_the_limit_gets_too_big(gateway: RunningGateway) -> None:

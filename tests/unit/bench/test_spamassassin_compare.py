@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -96,6 +98,20 @@ def test_missing_corpus_names_the_file(tmp_path: Path) -> None:
         sa.read_manifest(tmp_path)
 
 
-def test_cpu_of_a_process_tree() -> None:
-    sum(i * i for i in range(200_000))  # burn a little CPU in this process
-    assert sa.tree_cpu_s(os.getpid()) > 0
+def test_cpu_of_a_process_tree_counts_exited_children() -> None:
+    before = sa.tree_cpu_s(os.getpid())
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)  # a child that works and exits
+    assert sa.tree_cpu_s(os.getpid()) - before >= 0.25
+
+
+def test_write_train_maps_phish_to_spam(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path)
+    out = tmp_path / "train.jsonl"
+    n = sa.write_train(corpus, {"ham": 2, "spam": 1, "phish": 9}, out)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert n == len(rows) == 2 + 1 + 3  # three phish messages exist in the tiny corpus
+    assert [r["label"] for r in rows].count("ham") == 2 and {r["label"] for r in rows} == {
+        "ham",
+        "spam",
+    }
