@@ -257,11 +257,12 @@ class Server:
 
     async def _tell(self, req: Request) -> bytes:
         label = req.headers.get("message-class", "").lower()
-        if label not in ("spam", "ham"):
-            raise ProtocolError(EX_PROTOCOL, "TELL needs Message-class: spam or ham")
         sets, removes = req.headers.get("set", ""), req.headers.get("remove", "")
         if not sets and not removes:
             raise ProtocolError(EX_PROTOCOL, "TELL needs a Set or Remove header")
+        if label not in ("spam", "ham") and (sets or label):
+            # spamc -L forget sends Remove alone; learning needs the class.
+            raise ProtocolError(EX_PROTOCOL, "TELL needs Message-class: spam or ham")
         if sets and removes and set(_places(sets)) & set(_places(removes)):
             raise ProtocolError(EX_PROTOCOL, "TELL cannot Set and Remove the same place")
         out: dict[str, str] = {}
