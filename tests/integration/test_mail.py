@@ -8,8 +8,10 @@ The tiny random models answer P(spam) near 0.5, so verdicts are steered by tenan
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
+import sqlite3
 import subprocess
 import time
 import zlib
@@ -82,8 +84,14 @@ def _metric(gw: RunningGateway, prefix: str) -> float:
 # --- spamc ---------------------------------------------------------------------------------
 
 
+def _events(gw: RunningGateway) -> list[str]:
+    with sqlite3.connect(gw.tmp / "events.sqlite3") as db:  # type: ignore[attr-defined]
+        return [r[0] for r in db.execute("SELECT payload FROM events ORDER BY id")]
+
+
 def test_spamc_check_ham_and_spam_exit_codes(gateway: RunningGateway) -> None:
     raw = (DATA / "html_only.eml").read_bytes()
+    before = len(_events(gateway))
     ham = spamc(gateway, "-c", data=raw)
     assert ham.returncode == 0, ham.stderr
     score, required = ham.stdout.decode().strip().split("/")
@@ -91,6 +99,9 @@ def test_spamc_check_ham_and_spam_exit_codes(gateway: RunningGateway) -> None:
     spam = spamc(gateway, "-c", "-u", "strict", data=raw)
     assert spam.returncode == 1, spam.stderr  # spamc -c: 1 means spam
     assert float(spam.stdout.decode().split("/")[0]) >= 5.0
+    events = [json.loads(e) for e in _events(gateway)[before:]]  # one event per scan, as HTTP
+    assert [e["action"] for e in events] == ["allow", "quarantine"]
+    assert events[1]["tenant"] == "strict" and len(events[1]["request_id"]) == 32
 
 
 @pytest.mark.parametrize("path", MESSAGES, ids=lambda p: p.stem)
