@@ -10,7 +10,8 @@ PY=/usr/bin/python3.11
 VENV=.venv
 STAMP="$VENV/.textgate-stamp"
 # Debian packages later issues need go here, installed only when missing.
-DEB_PACKAGES=(python3.11 python3.11-venv libpython3.11-testsuite prometheus)
+DEB_PACKAGES=(python3.11 python3.11-venv libpython3.11-testsuite prometheus spamc miltertest
+    spamassassin)
 
 need_apt=()
 for pkg in "${DEB_PACKAGES[@]}"; do

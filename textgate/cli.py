@@ -37,6 +37,7 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.InputError: 11,
     errors.Overloaded: 12,
     errors.ReleaseError: 13,
+    errors.FeedbackError: 14,
     errors.TextgateError: 1,
 }
 
@@ -216,6 +217,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
+    p.add_argument(
+        "--feedback", type=Path, help="fold the corrections of this feedback store into the data"
+    )
+    p.add_argument("--feedback-weight", type=int, default=3, help="copies of each correction")
+    p.add_argument("--feedback-cap", type=int, default=200, help="corrections used per tenant")
     p.set_defaults(handler=_run_train)
 
 
@@ -239,6 +245,8 @@ def _run_train(args: argparse.Namespace) -> int:
     train.check_output(args.output, force=args.force)
     train.resolve_base(args.base)
     table = _load_from_args(args)
+    if args.feedback is not None:
+        table = _fold_feedback(table, args)
     result = train.train(
         table, args.base, args.output, task=args.task, options=options, log=console.print
     )
@@ -247,6 +255,19 @@ def _run_train(args: argparse.Namespace) -> int:
     else:
         _print_train_summary(result, args.output)
     return 0
+
+
+def _fold_feedback(table: Any, args: argparse.Namespace) -> Any:
+    from textgate import feedback
+
+    if args.feedback_weight < 1 or args.feedback_cap < 1:
+        raise errors.DataError("--feedback-weight and --feedback-cap must be >= 1")
+    rows = feedback.read_all(args.feedback, task=args.task)
+    table, report = feedback.fold(
+        table, rows, weight=args.feedback_weight, cap_per_tenant=args.feedback_cap
+    )
+    console.print(f"feedback {args.feedback}: {report.as_dict()}", highlight=False)
+    return table
 
 
 def _print_train_summary(result: dict[str, Any], output: Path) -> None:
@@ -909,6 +930,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--host", help="bind address (default gateway.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default gateway.port, 8080; 0: a free one)")
     p.add_argument("--triton", help="Triton gRPC endpoints host:port,...; none: embedded")
+    p.add_argument("--spamd-port", type=int, help="spamc/spamd listener (mail.spamd_port)")
+    p.add_argument("--milter-port", type=int, help="milter listener (mail.milter_port)")
     p.add_argument(
         "--bundle",
         type=Path,
@@ -926,7 +949,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     require("uvicorn", "serve")
     from textgate.gateway import server
 
-    cfg = _load_config(args.config)
+    cfg = _with_mail_ports(_load_config(args.config), args.spamd_port, args.milter_port)
     endpoints = [e.strip() for e in (args.triton or "").split(",") if e.strip()]
     host = args.host or cfg.gateway.host
     port = cfg.gateway.port if args.port is None else args.port
@@ -948,6 +971,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         on_ready=ready,
         log=lambda m: console.print(m, highlight=False),
     )
+
+
+def _with_mail_ports(cfg: Any, spamd: int | None, milter: int | None) -> Any:
+    import dataclasses
+
+    ports = {"spamd_port": spamd, "milter_port": milter}
+    ports = {k: v for k, v in ports.items() if v is not None}
+    return dataclasses.replace(cfg, mail=dataclasses.replace(cfg.mail, **ports)) if ports else cfg
 
 
 # --- replay -----------------------------------------------------------------------------

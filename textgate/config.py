@@ -493,6 +493,57 @@ class ReleaseConfig:
         _require(self.max_psi > 0, "max_psi", "must be > 0")
 
 
+# --- mail (spamd, milter, feedback) -------------------------------------------------------
+
+MilterReply = Literal["accept", "headers", "quarantine", "reject", "discard", "tempfail"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MailConfig:
+    """The spamd and milter listeners (docs/mail.md); both off unless a port is set."""
+
+    host: str = "127.0.0.1"
+    spamd_port: int | None = None  # SpamAssassin's spamc protocol (spamd's port is 783)
+    milter_port: int | None = None  # Postfix/Sendmail milter protocol
+    task: str = "spam"
+    required_points: float = 5.0  # spamd's "required": the policy's review_at maps here
+    max_points: float = 10.0  # a score of 1.0 maps here (linear on both sides of review_at)
+    max_connections: int = 32  # concurrent connections per listener; beyond: busy answer
+    read_timeout_s: float = 30.0  # a client silent this long mid-request is dropped
+    explain: int = 0  # spans in REPORT/SYMBOLS (0: no explanation, one Triton request less)
+    milter_allow: MilterReply = "headers"
+    milter_review: MilterReply = "headers"
+    milter_quarantine: MilterReply = "quarantine"
+    milter_error: MilterReply = "tempfail"  # Triton down, overload: the MTA retries later
+
+    def __post_init__(self) -> None:
+        for key in ("spamd_port", "milter_port"):
+            value = getattr(self, key)
+            if value is not None:
+                _check_port(value, key)
+        _require(bool(self.task), "task", "must not be empty")
+        _require(self.required_points > 0, "required_points", "must be > 0")
+        _require(self.max_points > self.required_points, "max_points", "must be > required_points")
+        _require(self.max_connections >= 1, "max_connections", "must be >= 1")
+        _require(self.read_timeout_s > 0, "read_timeout_s", "must be > 0")
+        _require(0 <= self.explain <= 20, "explain", "must be within 0..20")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedbackConfig:
+    """Operator corrections (spamc -L, POST /v1/feedback) in an SQLite store."""
+
+    path: Path = Path("textgate-feedback.sqlite3")
+    max_per_tenant_per_hour: int = 1000  # beyond: 429, so one tenant cannot flood the store
+    recent_requests: int = 10_000  # verdicts kept in memory so a request id can be corrected
+    recent_bytes: int = 64 * 1024 * 1024  # ... and at most this many bytes of their input
+
+    def __post_init__(self) -> None:
+        _require(self.max_per_tenant_per_hour >= 1, "max_per_tenant_per_hour", "must be >= 1")
+        _require(self.recent_requests >= 0, "recent_requests", "must be >= 0")
+        _require(self.recent_bytes >= 0, "recent_bytes", "must be >= 0")
+
+
 # --- the whole file -----------------------------------------------------------------------
 
 
@@ -507,6 +558,8 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     events: EventsConfig = field(default_factory=EventsConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
+    mail: MailConfig = field(default_factory=MailConfig)
+    feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
 
     @classmethod
     def from_dict(

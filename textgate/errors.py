@@ -29,6 +29,7 @@ gateway map them to messages and HTTP codes, each in one table.
     │       └── MessageTooComplex  more MIME parts or deeper nesting than allowed
     ├── OutboxError                the event outbox cannot be opened or written (names the file)
     │   └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
+    ├── FeedbackError              the feedback store cannot be opened or written (names the file)
     └── ReleaseError               a release operation is not possible now (gateway: 409)
         └── GateFailed             promote refused: the compare gate failed or never ran
 """
@@ -173,6 +174,14 @@ class OutboxFull(OutboxError):
     def __init__(self, message: str, *, path: Path | str, retry_after_s: int = 5) -> None:
         super().__init__(message, path=path, hint="the event publisher is behind; retry later")
         self.retry_after_s = retry_after_s
+
+
+class FeedbackError(TextgateError):
+    """The feedback store (SQLite) cannot be opened, read or written; ``path`` names the file."""
+
+    def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
+        super().__init__(f"feedback store {path}: {message}", hint=hint)
+        self.path = str(path)
 
 
 def require(module: str, extra: str) -> None:

@@ -33,7 +33,7 @@ from textgate import __version__, normalize
 from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import admin, logs
+from textgate.gateway import admin, corrections, logs, mail
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
@@ -87,6 +87,9 @@ class ItemResult(BaseModel):
     request_id: str
     timings_ms: dict[str, float]
     normalization: dict[str, Any] = Field(description="what normalization did")
+    explanation: list[dict[str, Any]] | None = Field(
+        None, description="with ?explain=N: the N spans that moved the score most (occlusion)"
+    )
 
 
 class ClassifyResponse(BaseModel):
@@ -433,10 +436,13 @@ def create_app(
         gw = holder.setdefault("gw", Gateway(config, endpoints=endpoints, config_path=config_path))
         app.state.gateway = gw
         await gw.start()
+        app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
+        await desk.start()
         _install_sighup(gw)
         try:
             yield
         finally:
+            await desk.stop()
             await gw.stop()
 
     app = FastAPI(
@@ -448,6 +454,7 @@ def create_app(
     _routes(app)
     _handlers(app)
     app.include_router(admin.router)
+    app.include_router(corrections.router)
     _middleware(app)
     return app
 
@@ -497,6 +504,9 @@ def _routes(app: FastAPI) -> None:
         results = await gw.service.classify(rt, task, raw, ctx)
         if ctx.repeated:
             response.headers["X-Idempotent-Replay"] = "true"
+        desk: mail.Mail = request.app.state.mail
+        desk.remember(task, raw, ctx.tenant, results)
+        await corrections.add_explanations(request, desk, rt, task, raw, results, ctx)
         gw.metrics.classified(task, ctx.tenant, results)
         gw.metrics.observe_stages(ctx.timings_ms, task)
         request.state.task = task

@@ -47,12 +47,17 @@ class Conflict(GatewayError):
     """An admin operation the current release state does not allow (409)."""
 
 
+class NotFound(GatewayError):
+    """A request names something the gateway does not have (an expired request id) (404)."""
+
+
 class UnsupportedContentType(GatewayError):
     """The Content-Type is not JSON, message/rfc822 or text/plain (415)."""
 
 
 STATUS: dict[type[BaseException], int] = {
     UnknownTask: 404,
+    NotFound: 404,
     Unauthorized: 401,
     ValidationFailed: 422,
     BodyTooLarge: 413,
@@ -64,6 +69,7 @@ STATUS: dict[type[BaseException], int] = {
     errors.Overloaded: 429,
     errors.OutboxFull: 503,  # events cannot be made durable: refuse rather than lose them
     errors.OutboxError: 503,
+    errors.FeedbackError: 503,
     errors.TritonUnavailable: 503,
     errors.TritonTimeout: 504,
     errors.TritonError: 502,

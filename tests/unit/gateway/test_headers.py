@@ -1,0 +1,51 @@
+"""Points, rule names and X-Spam headers: no byte of the message but the added headers changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from textgate.gateway import headers
+from textgate.gateway.headers import Mark
+
+DATA = Path(__file__).parents[2] / "data" / "email"
+
+
+def _mark(spam: bool = True, points: float = 7.5) -> Mark:
+    probs = {"ham": 0.1, "spam": 0.3, "phish": 0.6}
+    return Mark(spam, points, 5.0, "quarantine", "phish", 0.9, probs, "spam/3 (int8)", "rid-1",
+                headers.tests_of(probs, "phish", "quarantine"))  # fmt: skip
+
+
+def test_points_put_review_at_on_the_required_score() -> None:
+    assert headers.points(0.85, 0.85, 5.0, 10.0) == 5.0
+    assert headers.points(0.0, 0.85, 5.0, 10.0) == 0.0
+    assert headers.points(1.0, 0.85, 5.0, 10.0) == 10.0
+    assert headers.points(float("nan"), 0.85, 5.0, 10.0) == 5.0  # reviewed: flagged
+    assert headers.shown_points(4.96, False, 5.0) == 4.9  # a ham never reads 5.0
+    assert headers.shown_points(4.99, True, 5.0) == 5.0
+
+
+def test_tests_name_every_flagging_label_of_a_three_label_model() -> None:
+    tests = headers.tests_of({"ham": 0.1, "spam": 0.5, "phish": 0.4}, "spam", "review")
+    assert tests == ("TEXTGATE_SPAM", "TEXTGATE_REVIEW")
+    assert headers.tests_of({"ham": 0.9, "spam": 0.1}, "ham", "allow") == ()
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.eml")), ids=lambda p: p.stem)
+def test_marked_keeps_every_original_byte(path: Path) -> None:
+    raw = path.read_bytes()
+    out = headers.marked(raw, _mark())
+    block = headers.header_block(_mark(), raw)
+    assert out == block + raw
+    nl = b"\r\n" if raw.split(b"\n", 1)[0].endswith(b"\r") else b"\n"
+    assert block.endswith(b"X-Textgate-Request-Id: rid-1" + nl)
+    assert headers.header_section(out).endswith(nl + nl)
+
+
+def test_mbox_from_line_stays_first() -> None:
+    raw = b"From a@b Mon Jan  1 00:00:00 2026\nSubject: x\n\nbody\n"
+    out = headers.marked(raw, _mark())
+    assert out.startswith(b"From a@b") and out.endswith(b"Subject: x\n\nbody\n")
+    assert b"\nX-Spam-Flag: YES\n" in out

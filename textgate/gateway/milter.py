@@ -1,0 +1,257 @@
+"""The Sendmail/Postfix milter protocol (version 6) on a TCP listener, in asyncio.
+
+    packet: uint32 length (network order, command byte included) | command | data
+    MTA:    O(negotiate) [D(macros)] C H M R* T L* N B* E | A(abort) | Q(quit) | K(next conn)
+    us:     c(continue) to each of C H M R T L N B U; at E: h(add header)* [q(quarantine)]
+            then a(accept) | y(reply code: 550 reject) | d(discard) | t(tempfail)
+
+The policy's action picks the reply through ``mail.milter_<action>`` (``replies``); the
+message is rebuilt from the header and body packets as it arrived (``name: value`` CRLF,
+blank line, body bytes) and scanned by ``Mail.scan``, the same path as spamd and HTTP.
+
+Why not pymilter: it wraps Sendmail's libmilter, which keeps one milter per process in
+global state and runs ``smfi_main`` as a blocking loop with its own signal thread
+(SIGHUP/SIGTERM/SIGINT), next to the gateway's event loop and signal handling; it also needs
+a C compiler and libmilter-dev on every machine, and pymilter is GPL-2.0 while textgate is
+Apache-2.0. The protocol itself is a dozen packet types.
+
+Limits: a body past ``max_bytes`` is not kept (the message is accepted unscanned with an
+``X-Textgate-Skipped`` header), packets over ``MAX_PACKET`` close the connection, a silent
+MTA is dropped after ``timeout_s`` within a packet (10x that between packets), and
+connections beyond the cap are answered tempfail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from textgate.errors import TextgateError
+from textgate.gateway import headers, logs
+from textgate.gateway.spamd import Scanner
+from textgate.gateway.status import status_of
+
+MAX_PACKET = 1 << 20  # libmilter's own cap on one packet is 64 KiB for body chunks
+VERSION = 6
+SMFIF_ADDHDRS, SMFIF_QUARANTINE = 0x01, 0x20
+REPLIES = ("accept", "headers", "quarantine", "reject", "discard", "tempfail")
+_NO_REPLY = {b"D", b"A", b"Q", b"K"}
+IDLE_FACTOR = 10  # read_timeout_s x this between packets (300 s by default)
+
+
+def replies(mail_config: Any) -> dict[str, str]:
+    """Policy action -> milter reply kind, from ``mail.milter_*`` (other actions: review's)."""
+    return {
+        "allow": mail_config.milter_allow,
+        "review": mail_config.milter_review,
+        "quarantine": mail_config.milter_quarantine,
+        "error": mail_config.milter_error,
+    }
+
+
+def packet(cmd: bytes, data: bytes = b"") -> bytes:
+    return struct.pack("!I", len(data) + 1) + cmd + data
+
+
+def _cstr(*parts: str) -> bytes:
+    return b"".join(p.encode("utf-8", "replace") + b"\0" for p in parts)
+
+
+@dataclass
+class Message:
+    """One SMTP transaction's message as the MTA sent it."""
+
+    head: list[bytes] = field(default_factory=list)
+    body: list[bytes] = field(default_factory=list)
+    size: int = 0
+    over: bool = False
+
+    def add(self, data: bytes, limit: int, *, header: bool) -> None:
+        self.size += len(data)
+        if self.size > limit:
+            self.over = True
+            self.head, self.body = [], []
+        elif not self.over:
+            (self.head if header else self.body).append(data)
+
+    def raw(self) -> bytes:
+        return b"".join(self.head) + b"\r\n" + b"".join(self.body)
+
+
+def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
+    """The end-of-message packets for a reply kind."""
+    add = [packet(b"h", _cstr(k, v)) for k, v in headers.header_lines(mark)] if mark else []
+    rid = mark.request_id if mark else ""
+    if kind == "accept":
+        return [packet(b"a")]
+    if kind == "headers":
+        return [*add, packet(b"a")]
+    if kind == "quarantine":
+        return [*add, packet(b"q", _cstr(f"textgate: {mark.action if mark else 'error'} {rid}")),
+                packet(b"a")]  # fmt: skip
+    if kind == "reject":
+        return [packet(b"y", _cstr(f"550 5.7.1 Message rejected as spam by textgate {rid}"))]
+    if kind == "discard":
+        return [packet(b"d")]
+    return [packet(b"t")]  # tempfail: the MTA answers 4xx and the sender retries
+
+
+class Server:
+    def __init__(
+        self,
+        scanner: Scanner,
+        *,
+        replies: dict[str, str],
+        max_bytes: int,
+        max_connections: int = 32,
+        timeout_s: float = 30.0,
+        count: Callable[[str, str], None] = lambda _cmd, _code: None,
+    ) -> None:
+        self.scanner = scanner
+        self.replies = replies
+        self.max_bytes = max_bytes
+        self.max_connections = max_connections
+        self.timeout_s = timeout_s
+        self.count = count
+        self.active = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._accept, host, port)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        busy = self.active >= self.max_connections
+        self.active += 1
+        try:
+            await Session(self, reader, writer, busy=busy).run()
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+            self.count("connection", "dropped")
+        except Exception as exc:  # a bug must not kill the listener
+            logs.logger.exception("milter: unexpected error", exc_info=exc)
+        finally:
+            self.active -= 1
+            with contextlib.suppress(Exception):
+                writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+
+class Session:
+    """One MTA connection: any number of transactions until Q."""
+
+    def __init__(
+        self,
+        server: Server,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        busy: bool,
+    ) -> None:
+        self.server, self.reader, self.writer, self.busy = server, reader, writer, busy
+        self.message = Message()
+        self.user: str | None = None
+
+    async def read(self) -> tuple[bytes, bytes]:
+        s = self.server
+        # Between packets the MTA may be waiting on its SMTP client (Postfix's smtpd timeout
+        # is 300 s): idle for longer than a packet takes to arrive.
+        idle = s.timeout_s * IDLE_FACTOR
+        (length,) = struct.unpack("!I", await asyncio.wait_for(self.reader.readexactly(4), idle))
+        if not 1 <= length <= MAX_PACKET:
+            raise ConnectionError(f"milter packet of {length} bytes")
+        data = await asyncio.wait_for(self.reader.readexactly(length), s.timeout_s)
+        return data[:1], data[1:]
+
+    async def send(self, *packets: bytes) -> None:
+        self.writer.write(b"".join(packets))
+        await asyncio.wait_for(self.writer.drain(), self.server.timeout_s)
+
+    async def run(self) -> None:
+        while True:
+            cmd, data = await self.read()
+            if cmd == b"Q":
+                return
+            reply = await self.handle(cmd, data)
+            if reply:
+                await self.send(*reply)
+
+    async def handle(self, cmd: bytes, data: bytes) -> list[bytes]:
+        if cmd == b"O":
+            return [self.negotiate(data)]
+        if cmd == b"D":
+            self.macros(data)
+            return []
+        if cmd in (b"A", b"K"):
+            self.message = Message()  # an aborted transaction leaves nothing behind
+            return []
+        if self.busy and cmd not in _NO_REPLY:
+            self.server.count("busy", "tempfail")
+            return [packet(b"t")]
+        if cmd == b"M":
+            self.message = Message()
+        elif cmd == b"L":
+            name, _, rest = data.partition(b"\0")
+            value = rest.split(b"\0", 1)[0]
+            self.message.add(name + b": " + value + b"\r\n", self.server.max_bytes, header=True)
+        elif cmd == b"B":
+            self.message.add(data, self.server.max_bytes, header=False)
+        elif cmd == b"E":
+            if data:
+                self.message.add(data, self.server.max_bytes, header=False)
+            out = await self.end_of_message()
+            self.message = Message()
+            return out
+        elif cmd not in b"CHRTNU" or len(cmd) != 1:
+            raise ConnectionError(f"unknown milter command {cmd!r}")
+        return [packet(b"c")]
+
+    def negotiate(self, data: bytes) -> bytes:
+        if len(data) < 12:
+            raise ConnectionError("short option negotiation")
+        version, actions, _protocol = struct.unpack("!III", data[:12])
+        if version < 2:
+            raise ConnectionError(f"milter protocol version {version} is too old")
+        wanted = actions & (SMFIF_ADDHDRS | SMFIF_QUARANTINE)
+        return packet(b"O", struct.pack("!III", min(version, VERSION), wanted, 0))
+
+    def macros(self, data: bytes) -> None:
+        items = data[1:].split(b"\0")
+        for name, value in zip(items[::2], items[1::2], strict=False):
+            if name.strip(b"{}") == b"auth_authen" and value:
+                self.user = value.decode("utf-8", "replace")
+
+    async def end_of_message(self) -> list[bytes]:
+        s = self.server
+        if self.message.over:
+            s.count("eom", "too_large")
+            note = f"message over {s.max_bytes} bytes, not scanned"
+            return [packet(b"h", _cstr("X-Textgate-Skipped", note)), packet(b"a")]
+        try:
+            mark = await s.scanner.scan(self.message.raw(), self.user, explain=False)
+        except TextgateError as exc:
+            if status_of(exc) >= 500 or status_of(exc) == 429:
+                s.count("eom", "error")
+                logs.event("milter: cannot scan", error=exc.message)
+                return answer(s.replies["error"], None)
+            s.count("eom", "input_error")  # the message cannot be read as mail: let it pass
+            return [packet(b"h", _cstr("X-Textgate-Error", exc.message[:200])), packet(b"a")]
+        kind = s.replies.get(mark.action, s.replies["review"] if mark.spam else s.replies["allow"])
+        s.count("eom", kind)
+        return answer(kind, mark)
