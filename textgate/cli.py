@@ -1158,6 +1158,9 @@ def _add_release(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     parsers["canary"].add_argument("--percent", type=float, required=True)
     parsers["canary"].add_argument("--key", choices=("tenant", "sender", "request_id"))
     parsers["compare"].add_argument("--data", type=Path, help='JSONL {"text", "label"}')
+    parsers["compare"].add_argument(
+        "--feedback", type=Path, help="feedback store: report accuracy on the corrections too"
+    )
     parsers["promote"].add_argument("--force", action="store_true")
     for name in ("promote", "rollback", "standby"):
         parsers[name].add_argument("--reason", default="", help="recorded in the history")
@@ -1237,7 +1240,7 @@ def _release_offline(args: argparse.Namespace) -> Any:
         if control is None:
             raise errors.ConfigError("release.triton_http", "compare runs the models: --triton")
         infer = release.http_infer(triton)
-        return rel.compare(args.task, infer, data=args.data)
+        return rel.compare(args.task, infer, data=args.data, feedback=args.feedback)
     if op == "gc":
         return {"removed": rel.gc()}
     if op == "canary":

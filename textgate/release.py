@@ -682,8 +682,19 @@ class Releases:
             np.asarray(c_rows, np.float32).reshape(shape),
         )
 
-    def compare(self, task: str, infer: Infer, *, data: Path | str | None = None) -> dict[str, Any]:
-        """Run serving and candidate on the shadow log (+ a labelled file); gate; save."""
+    def compare(
+        self,
+        task: str,
+        infer: Infer,
+        *,
+        data: Path | str | None = None,
+        feedback: Path | str | None = None,
+    ) -> dict[str, Any]:
+        """Run serving and candidate on the shadow log (+ a labelled file); gate; save.
+
+        ``feedback`` (a feedback store) adds both versions' accuracy on the operators'
+        corrections beside the gate: reported, not gating (a handful of corrections is noise).
+        """
         t = self.task(task)
         cand = t.get("candidate")
         if cand is None:
@@ -709,9 +720,28 @@ class Releases:
                 t["versions"][str(cand)]["metrics"].get("f1"),
             ),
         )
+        if feedback is not None:
+            report["feedback"] = self._feedback_accuracy(task, infer, t, cand, Path(feedback))
         report.update(task=task, serving=t["serving"], candidate=cand, time=time.time())
         self._save_report(task, cand, report)
         return report
+
+    def _feedback_accuracy(
+        self, task: str, infer: Infer, t: dict[str, Any], cand: int, path: Path
+    ) -> dict[str, Any]:
+        from textgate import feedback as feedback_store
+
+        labels = list(t["versions"][str(t["serving"])]["labels"])
+        rows = [c for c in feedback_store.read_all(path, task) if c.label in labels]
+        if not rows:
+            return {"n": 0, "note": f"no corrections for {task} with a label in {labels}"}
+        texts, gold = [c.text for c in rows], [labels.index(c.label) for c in rows]
+        rate = self.settings.compare_texts_per_s
+        out: dict[str, Any] = {"n": len(rows)}
+        for name, version in (("serving", t["serving"]), ("candidate", cand)):
+            pred = _probs(infer, ensemble(task, version), texts, len(labels), rate).argmax(axis=1)
+            out[f"accuracy_{name}"] = float(np.mean(_agrees(pred, gold, labels)))
+        return out
 
     def _save_report(self, task: str, cand: int, report: dict[str, Any]) -> None:
         out = self.dir / "reports" / f"{task}_v{cand}_compare_{int(report['time'])}.json"
@@ -934,6 +964,16 @@ def read_labelled(path: Path, labels: Sequence[str]) -> list[tuple[str, int]]:
                 f"{path}: line {i} is not {{'text', 'label'}} with a label in {list(labels)}"
             ) from None
     return rows
+
+
+def _agrees(pred: np.ndarray, gold: Sequence[int], labels: Sequence[str]) -> np.ndarray:
+    """Correct per row; for a mail model only "ham or not" counts (a phish called spam is
+    caught mail, as the operator's spam/ham correction means)."""
+    gold_a = np.asarray(gold)
+    if "ham" in labels:
+        ham = list(labels).index("ham")
+        return np.asarray((pred == ham) == (gold_a == ham))
+    return np.asarray(pred == gold_a)
 
 
 def _probs(

@@ -178,6 +178,31 @@ def test_compare_gate_agreement_and_f1(tmp_path: Path, repo: Path, control: File
         rel.promote("spam")
 
 
+def test_compare_reports_accuracy_on_the_feedback_store(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    from textgate.feedback import FeedbackStore
+
+    rel = _open(repo, control, min_compare_texts=1)
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    store = FeedbackStore(tmp_path / "fb.sqlite3")
+    for i in range(10):  # operators said: the texts x0..x9 are spam
+        store.add(task="spam", label="spam", text=f"x{i}", source="http")
+    store.add(task="other", label="spam", text="not this task", source="http")
+    store.close()
+
+    def infer(model: str, texts: Any) -> np.ndarray:
+        # serving calls x0..x9 ham; the candidate learnt from the corrections: spam
+        spam = model == "spam_v2"
+        return np.asarray([[0.1, 0.9] if spam else [0.9, 0.1] for _ in texts], np.float32)
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"text": "y", "label": "ham"}), encoding="utf-8")
+    report = rel.compare("spam", infer, data=data, feedback=tmp_path / "fb.sqlite3")
+    assert report["feedback"] == {"n": 10, "accuracy_serving": 0.0, "accuracy_candidate": 1.0}
+
+
 def test_canary_is_sticky_and_near_the_share(
     tmp_path: Path, repo: Path, control: FileControl
 ) -> None:

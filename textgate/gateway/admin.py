@@ -418,7 +418,12 @@ async def compare(body: CompareBody, request: Request) -> dict[str, Any]:
         return asyncio.run_coroutine_threadsafe(coro, loop).result().probabilities
 
     m = hook.manager
-    return dict(await _run(request, "compare", m.compare, body.task, infer, data=body.data))
+    # The operators' corrections this gateway collected: their accuracy goes in the report.
+    store = getattr(getattr(hook.gateway.config, "feedback", None), "path", None)
+    fb = store if store is not None and Path(store).is_file() else None
+    return dict(
+        await _run(request, "compare", m.compare, body.task, infer, data=body.data, feedback=fb)
+    )
 
 
 @router.post("/release/promote", summary="Candidate -> serving (gate, or force + reason)")
