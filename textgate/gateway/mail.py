@@ -22,7 +22,7 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config
-from textgate.gateway import explain, headers, logs
+from textgate.gateway import explain, headers, logs, review
 from textgate.gateway.service import Context, Runtime
 from textgate.gateway.status import NotFound, ValidationFailed, status_of
 
@@ -118,6 +118,11 @@ class Mail:
         gw.metrics.requests.labels(task, result["action"], "200").inc()
         gw.metrics.observe_stages(ctx.timings_ms)
         self.remember(task, [raw], ctx.tenant, [result])
+        if gw.review is not None:
+            actions = rt.config.review.actions
+            await review.keep_results(
+                gw.review, actions, task, [raw], ctx.tenant, [result], ctx.texts
+            )
         return mark(rt.config, rt, task, ctx.tenant, result, spans)
 
     async def spans(
