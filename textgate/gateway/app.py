@@ -446,6 +446,7 @@ def create_app(
         app.state.sessions = Sessions(gw.config.review.session_ttl_s)
         app.state.rates = console.Rates()
         await gw.start()
+        app.state.rates.sample(gw)  # the live panel's base: rates since startup
         app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
         await desk.start()
         _install_sighup(gw)

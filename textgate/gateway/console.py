@@ -352,37 +352,43 @@ def mail_headers_label(decision: str, labels: tuple[str, ...]) -> str:
 
 
 class Rates:
-    """Verdict totals sampled from the gateway's own request counter, per tenant."""
+    """Verdict totals sampled from the gateway's own request counter (first at startup).
+
+    Each sample holds every (tenant, action) total, so one window serves every tenant's
+    panel; samples older than the window go, but one older than it is kept as the base.
+    """
 
     def __init__(self) -> None:
-        self.samples: dict[str, deque[tuple[float, dict[str, float]]]] = {}
+        self.samples: deque[tuple[float, dict[tuple[str, str], float]]] = deque()
+
+    def sample(self, gw: Gateway) -> dict[tuple[str, str], float]:
+        totals: dict[tuple[str, str], float] = {}
+        for metric in gw.metrics.requests.collect():
+            for s in metric.samples:
+                if s.name.endswith("_total") and s.labels.get("status") == "200":
+                    key = (s.labels.get("tenant", ""), s.labels.get("action", ""))
+                    totals[key] = totals.get(key, 0.0) + s.value
+        now = time.monotonic()
+        self.samples.append((now, totals))
+        while len(self.samples) > 2 and now - self.samples[1][0] > _STATS_WINDOW_S:
+            self.samples.popleft()
+        return totals
 
     def observe(self, gw: Gateway, tenant: str | None) -> dict[str, Any]:
-        totals: dict[str, float] = {}
-        for metric in gw.metrics.requests.collect():
-            for sample in metric.samples:
-                labels = sample.labels
-                if not sample.name.endswith("_total") or labels.get("code") != "200":
-                    continue
-                if tenant is not None and labels.get("tenant") != tenant:
-                    continue
-                action = labels.get("action", "")
-                totals[action] = totals.get(action, 0.0) + sample.value
-        now = time.monotonic()
-        window = self.samples.setdefault(tenant or "", deque())
-        window.append((now, totals))
-        while len(window) > 2 and now - window[1][0] > _STATS_WINDOW_S:
-            window.popleft()
-        t0, first = window[0]
-        delta = {a: v - first.get(a, 0.0) for a, v in totals.items()}
+        totals = self.sample(gw)
+        (t0, first), now = self.samples[0], self.samples[-1][0]
+        delta: dict[str, float] = {}
+        for (who, action), value in totals.items():
+            if tenant is None or who == tenant:
+                delta[action] = delta.get(action, 0.0) + value - first.get((who, action), 0.0)
         n = sum(delta.values())
-        minutes = max((now - t0) / 60.0, 1e-9)
+        minutes = max(now - t0, 1.0) / 60.0
         return {
             "window_s": round(now - t0, 1),
-            "verdicts_per_minute": round(n / minutes, 2) if now > t0 else 0.0,
+            "verdicts_per_minute": round(n / minutes, 2),
             "spam_rate": round(delta.get("quarantine", 0.0) / n, 4) if n else None,
             "review_share": round(delta.get("review", 0.0) / n, 4) if n else None,
-            "totals": {a: int(v) for a, v in sorted(totals.items())},
+            "verdicts": {a: int(v) for a, v in sorted(delta.items())},
         }
 
 

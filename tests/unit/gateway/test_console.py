@@ -165,6 +165,26 @@ def test_live_panel_answers_without_traffic(app_client: TestClient) -> None:
     assert stats["spam_rate"] is None and stats["queue"]["open"] == 2
 
 
+def test_live_panel_counts_the_gateways_verdicts_per_tenant(app_client: TestClient) -> None:
+    requests = app_client.app.state.gateway.metrics.requests  # type: ignore[attr-defined]
+    for tenant, action, n in (
+        ("acme", "review", 3),
+        ("acme", "allow", 1),
+        ("globex", "quarantine", 4),
+    ):
+        requests.labels("spam", tenant, action, "200").inc(n)
+    requests.labels("spam", "acme", "none", "503").inc(5)  # failures are not verdicts
+    login(app_client, ADMIN)
+    every = app_client.get("/ui/api/stats").json()
+    assert every["verdicts"] == {"allow": 1, "quarantine": 4, "review": 3}
+    assert every["spam_rate"] == 0.5 and every["review_share"] == 0.375
+    assert every["verdicts_per_minute"] > 0
+    login(app_client, "acme-key-123")
+    own = app_client.get("/ui/api/stats").json()
+    assert own["verdicts"] == {"allow": 1, "review": 3} and own["spam_rate"] == 0.0
+    assert own["queue"]["total"] == 1
+
+
 def feedback_rows(c: TestClient) -> list[tuple[str, str, str]]:
     path = c.tmp / "feedback.sqlite3"  # type: ignore[attr-defined]
     if not path.exists():

@@ -112,9 +112,14 @@ async function openMessage(requestId, push = true) {
   $("m-tenant").textContent = m.tenant || "(default)";
   $("m-rid").textContent = m.request_id;
   $("m-links").textContent = m.link_domains.length ? m.link_domains.join(", ") : "–";
-  const spans = (m.explanation || []).filter((s) => s.contribution > 0);
-  $("m-triggers").replaceChildren(...spans.map((s) => el("mark", `${s.span} +${score(s.contribution)}`)));
-  $("m-text").replaceChildren(highlighted(m.text, spans.map((s) => s.span)));
+  // Every explained span is listed with its pull on the score; those that pushed it up
+  // (towards spam) are the trigger words, highlighted in the text.
+  const spans = m.explanation || [];
+  const up = spans.filter((s) => s.contribution > 0);
+  $("m-triggers").replaceChildren(...spans.map((s) =>
+    el(s.contribution > 0 ? "mark" : "span", `${s.span} ${s.contribution >= 0 ? "+" : ""}${Number(s.contribution).toFixed(4)}`, "span")));
+  if (!spans.length) $("m-triggers").textContent = "–";
+  $("m-text").replaceChildren(highlighted(m.text, up.map((s) => s.span)));
   $("m-decision").textContent = m.decision ? `${m.decision} by ${m.decided_by}` : "open";
   $("btn-release").hidden = m.action !== "quarantine";
   $("m-source-box").open = false;
