@@ -120,9 +120,11 @@ def gateway(
         },
         "feedback": {"path": str(tmp / "feedback.sqlite3")},
         "review": {"path": str(tmp / "review.sqlite3"), "explain": 3},
+        "mail": {"spamd_port": free_port()},
     }
     with run_gateway(config, [triton_server.grpc_url]) as gw:
         gw.tmp = tmp  # type: ignore[attr-defined]
+        gw.spamd_port = config["mail"]["spamd_port"]  # type: ignore[attr-defined,index]
         yield gw
 
 
@@ -393,3 +395,22 @@ def test_a_decision_without_the_csrf_token_is_refused(
     assert status == 403
     assert feedback_rows(gateway) == before
     assert rid not in {e["request_id"] for e in review_events(gateway)}
+
+
+def test_mail_scanned_over_spamd_is_kept_too(gateway: RunningGateway) -> None:
+    import subprocess
+
+    port = str(gateway.spamd_port)  # type: ignore[attr-defined]
+    raw = (DATA / "quoted_printable.eml").read_bytes()
+    cmd = [_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-u", "globex", "-E", "-t", "30"]
+    done = subprocess.run(cmd, input=raw, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr  # -E: 1 = spam (globex quarantines everything)
+    rid = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in done.stdout.splitlines()
+        if line.lower().startswith(b"x-textgate-request-id:")
+    )
+    with httpx.Client(base_url=gateway.url) as c:
+        c.post("/ui/login", content=f"key={ADMIN}")
+        m = c.get(f"/ui/api/messages/{rid}").json()
+    assert m["tenant"] == "globex" and m["action"] == "quarantine" and m["subject"]

@@ -111,12 +111,14 @@ class Mail:
             if explain and rt.config.mail.explain:
                 spans = await self.spans(rt, task, raw, ctx, rt.config.mail.explain)
         except Exception as exc:
-            gw.metrics.requests.labels(task, "none", str(status_of(exc))).inc()
+            # The counter has a tenant label since the tenant metrics: the old three-label
+            # call raised, so every spamd scan under a tenant-labelled counter failed.
+            gw.metrics.failed(task, rt.router.public(), ctx.tenant, status_of(exc))
             raise
         finally:
             logs.request_id_var.reset(token)
-        gw.metrics.requests.labels(task, result["action"], "200").inc()
-        gw.metrics.observe_stages(ctx.timings_ms)
+        gw.metrics.classified(task, ctx.tenant, [result])
+        gw.metrics.observe_stages(ctx.timings_ms, task)
         self.remember(task, [raw], ctx.tenant, [result])
         if gw.review is not None:
             actions = rt.config.review.actions
