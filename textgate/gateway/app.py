@@ -33,7 +33,7 @@ from textgate import __version__, normalize
 from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import admin, console, corrections, logs, mail, review
+from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
@@ -444,7 +444,7 @@ def create_app(
         gw = holder.setdefault("gw", Gateway(config, endpoints=endpoints, config_path=config_path))
         app.state.gateway = gw
         app.state.sessions = Sessions(gw.config.review.session_ttl_s)
-        app.state.rates = console.Rates()
+        app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
         app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
@@ -461,7 +461,7 @@ def create_app(
         version=__version__,
         description="Text classification (spam, sentiment) on NVIDIA Triton: verdicts, not logits.",
         lifespan=lifespan,
-        docs_url=None,  # Swagger UI loads its assets from a CDN: blank offline (console.docs)
+        docs_url=None,  # Swagger UI loads its assets from a CDN: blank offline (apidocs)
         redoc_url=None,
     )
     _routes(app)
@@ -469,6 +469,7 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(corrections.router)
     app.include_router(console.router)
+    app.include_router(apidocs.router)
     _middleware(app)
     return app
 
@@ -640,9 +641,13 @@ def _middleware(app: FastAPI) -> None:
     @app.middleware("http")
     async def admin_gate(request: Request, call_next: Any) -> Response:
         gw: Gateway | None = getattr(request.app.state, "gateway", None)
-        if gw is not None and request.url.path.startswith("/admin/"):
+        path = request.url.path
+        if gw is not None and (path.startswith("/admin/") or path.startswith("/ui/")):
             try:
-                admin.check_before_body(request)
+                if path.startswith("/admin/"):
+                    admin.check_before_body(request)
+                else:
+                    console.check_before_body(request)
             except GatewayError as exc:
                 return _error_response(exc, request, gw)
         response: Response = await call_next(request)

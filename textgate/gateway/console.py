@@ -1,4 +1,4 @@
-"""The review console at ``/ui/`` (docs/console.md) and the offline ``/docs`` page.
+"""The review console at ``/ui/`` (docs/console.md).
 
     GET  /ui/                          the queue (login page without a session)
     GET  /ui/message/{request_id}      one message (403 page: another tenant's)
@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import html
-import time
 import urllib.parse
-from collections import deque
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +25,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from textgate import feedback
-from textgate.gateway import logs
+from textgate.gateway import logs, panel
 from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import COOKIE, Session, Sessions
-from textgate.gateway.status import Conflict, Forbidden, NotFound, ValidationFailed
+from textgate.gateway.status import (
+    BodyTooLarge,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    ValidationFailed,
+)
 
 if TYPE_CHECKING:
     from textgate.gateway.app import Gateway
@@ -51,7 +55,8 @@ SECURITY_HEADERS = {
 }
 ASSETS = {"console.js": "text/javascript", "console.css": "text/css"}
 MAX_SOURCE_BYTES = 65_536
-_STATS_WINDOW_S = 300.0
+_LOGIN_REFUSED = b'<p id="refused" role="alert">Unknown admin token or API key.</p>'
+MAX_BODY = 16_384  # a console POST: the login form or a decision
 
 
 def _asset(name: str) -> bytes:
@@ -112,11 +117,16 @@ async def ui_static(name: str) -> Response:
 
 @router.post("/ui/login")
 async def ui_login(request: Request) -> Response:
-    body = (await request.body())[:4096].decode("utf-8", "replace")
+    body = (await request.body()).decode("utf-8", "replace")  # bounded: check_before_body
     key = (urllib.parse.parse_qs(body).get("key") or [""])[0].strip()
     gw = _gw(request)
     tenant = gw.runtime.policy._match_key(key) if key else None
-    session = _sessions(request).login(key, gw.config.gateway.admin_token, tenant)
+    try:
+        session = _sessions(request).login(key, gw.config.gateway.admin_token, tenant)
+    except Unauthorized:
+        logs.event("console login refused")
+        page = _asset("login.html").replace(b"<!--error-->", _LOGIN_REFUSED)
+        return HTMLResponse(page, status_code=401)
     logs.event("console login", reviewer=session.reviewer)
     response = RedirectResponse("/ui/", status_code=303)
     response.set_cookie(
@@ -348,55 +358,14 @@ def mail_headers_label(decision: str, labels: tuple[str, ...]) -> str:
     return spamc_label("spam" if decision == "spam" else "ham", labels or ("ham", "spam"))
 
 
-# --- the live panel --------------------------------------------------------------------------
-
-
-class Rates:
-    """Verdict totals sampled from the gateway's own request counter (first at startup).
-
-    Each sample holds every (tenant, action) total, so one window serves every tenant's
-    panel; samples older than the window go, but one older than it is kept as the base.
-    """
-
-    def __init__(self) -> None:
-        self.samples: deque[tuple[float, dict[tuple[str, str], float]]] = deque()
-
-    def sample(self, gw: Gateway) -> dict[tuple[str, str], float]:
-        totals: dict[tuple[str, str], float] = {}
-        for metric in gw.metrics.requests.collect():
-            for s in metric.samples:
-                if s.name.endswith("_total") and s.labels.get("status") == "200":
-                    key = (s.labels.get("tenant", ""), s.labels.get("action", ""))
-                    totals[key] = totals.get(key, 0.0) + s.value
-        now = time.monotonic()
-        self.samples.append((now, totals))
-        while len(self.samples) > 2 and now - self.samples[1][0] > _STATS_WINDOW_S:
-            self.samples.popleft()
-        return totals
-
-    def observe(self, gw: Gateway, tenant: str | None) -> dict[str, Any]:
-        totals = self.sample(gw)
-        (t0, first), now = self.samples[0], self.samples[-1][0]
-        delta: dict[str, float] = {}
-        for (who, action), value in totals.items():
-            if tenant is None or who == tenant:
-                delta[action] = delta.get(action, 0.0) + value - first.get((who, action), 0.0)
-        n = sum(delta.values())
-        minutes = max(now - t0, 1.0) / 60.0
-        return {
-            "window_s": round(now - t0, 1),
-            "verdicts_per_minute": round(n / minutes, 2),
-            "spam_rate": round(delta.get("quarantine", 0.0) / n, 4) if n else None,
-            "review_share": round(delta.get("review", 0.0) / n, 4) if n else None,
-            "verdicts": {a: int(v) for a, v in sorted(delta.items())},
-        }
+# --- the live panel ---------------------------------------------------------------------
 
 
 @router.get("/ui/api/stats")
 async def api_stats(request: Request) -> dict[str, Any]:
     s = _sessions(request).require(request)
     gw = _gw(request)
-    rates: Rates = request.app.state.rates
+    rates: panel.Rates = request.app.state.rates
     out = rates.observe(gw, None if s.admin else s.tenant)
     if gw.review is not None:
         scope = Filters(tenant=None if s.admin else s.tenant)
@@ -404,31 +373,24 @@ async def api_stats(request: Request) -> dict[str, Any]:
     return out
 
 
-# --- /docs without a CDN ---------------------------------------------------------------------
-
-
-@router.get("/docs")
-async def docs_page(request: Request) -> HTMLResponse:
-    """The API's operations as plain HTML from the app's own schema (no remote assets)."""
-    schema = request.app.openapi()
-    rows = []
-    for path, ops in sorted(schema.get("paths", {}).items()):
-        for method, op in ops.items():
-            rows.append(
-                f"<tr><td><code>{html.escape(method.upper())}</code></td>"
-                f"<td><code>{html.escape(path)}</code></td>"
-                f"<td>{html.escape(str(op.get('summary', '')))}</td></tr>"
-            )
-    title = html.escape(f"{schema['info']['title']} {schema['info']['version']}")
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-        "<link rel='stylesheet' href='/ui/static/console.css'></head><body class='docs'>"
-        f"<h1>{title}</h1><p>{html.escape(str(schema['info'].get('description', '')))}</p>"
-        "<p>The machine-readable schema: <a href='/openapi.json'>/openapi.json</a>; the review "
-        "console: <a href='/ui/'>/ui/</a>.</p><table><thead><tr><th>method</th><th>path</th>"
-        f"<th>what</th></tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>"
-    )
-    return HTMLResponse(page)
+def check_before_body(request: Request) -> None:
+    """A console POST declares a small body (login form, decision JSON); checked from the
+    headers by the app's middleware before anything reads it."""
+    if request.method in ("GET", "HEAD"):
+        return
+    length = request.headers.get("content-length")
+    if length is None or not length.isdigit():
+        raise BodyTooLarge(
+            f"console requests need a Content-Length of at most {MAX_BODY} bytes",
+            field="content-length",
+            reason="length_required",
+        )
+    if int(length) > MAX_BODY:
+        raise BodyTooLarge(
+            f"body of {length} bytes is over the console limit of {MAX_BODY}",
+            field="body",
+            reason="too_large",
+        )
 
 
 def secure(path: str, response: Response) -> None:

@@ -80,6 +80,7 @@ def test_without_a_session_the_console_is_a_login_page(app_client: TestClient) -
     assert app_client.get("/ui/api/queue").status_code == 401
     bad = app_client.post("/ui/login", content="key=wrong-key-here", follow_redirects=False)
     assert bad.status_code == 401 and COOKIE not in bad.headers.get("set-cookie", "")
+    assert "Unknown admin token or API key" in bad.text
 
 
 def test_every_console_answer_has_a_strict_csp(app_client: TestClient) -> None:
@@ -197,3 +198,23 @@ def review_events(c: TestClient) -> list[dict[str, Any]]:
     with sqlite3.connect(c.tmp / "events.sqlite3") as db:  # type: ignore[attr-defined]
         rows = [json.loads(r[0]) for r in db.execute("SELECT payload FROM events ORDER BY id")]
     return [e for e in rows if e["schema"] == "textgate.review-event/1"]
+
+
+def test_console_bodies_are_bounded_before_they_are_read(app_client: TestClient) -> None:
+    big = app_client.post("/ui/login", content="key=" + "x" * 20_000)
+    assert big.status_code == 413 and big.json()["error"]["field"] == "body"
+    csrf = login(app_client, ADMIN)
+    chunked = app_client.post(
+        "/ui/api/messages/a1/decision",
+        content=iter([b'{"decision": "spam"}']),  # no Content-Length: chunked
+        headers={"x-csrf-token": csrf, "content-type": "application/json"},
+    )
+    assert chunked.status_code == 413
+    assert (
+        app_client.post(
+            "/ui/api/messages/a1/decision",
+            content=b"[",
+            headers={"x-csrf-token": csrf, "content-type": "application/json"},
+        ).status_code
+        == 422
+    )
