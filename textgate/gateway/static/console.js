@@ -156,16 +156,20 @@ async function decide(decision, requestId) {
     return;
   }
   if (!$("message-view").hidden) await openMessage(rid, false);
-  else await loadQueue();
+  else await backToQueue(false);
   await loadStats();
 }
 
-function backToQueue(push = true) {
+async function backToQueue(push = true) {
   if (push) history.pushState({}, "", "/ui/");
   state.message = null;
   $("message-view").hidden = true;
   $("queue-view").hidden = false;
-  loadQueue();
+  try {
+    await loadQueue();
+  } catch (e) {  // the store is off, or the session expired: say so instead of a blank page
+    $("counts").textContent = `${e.status || ""} ${e.message}`;
+  }
 }
 
 // --- live panel --------------------------------------------------------------------------
@@ -230,7 +234,6 @@ async function route(push) {
     await openMessage(decodeURIComponent(location.pathname.slice(prefix.length)), push);
   } else {
     backToQueue(push);
-    await loadQueue();
   }
 }
 
