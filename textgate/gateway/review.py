@@ -102,10 +102,11 @@ class Held:
     decided_by: str | None
 
     def summary(self) -> dict[str, Any]:
-        """The queue's row: no body, no raw message."""
+        """The queue's row: no body (its first words as a preview), no raw message."""
         out = asdict(self)
         for key in ("text", "raw", "notes", "explanation"):
             out.pop(key)
+        out["preview"] = self.text[:120]
         return out
 
     def detail(self) -> dict[str, Any]:

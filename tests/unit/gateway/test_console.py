@@ -218,3 +218,23 @@ def test_console_bodies_are_bounded_before_they_are_read(app_client: TestClient)
         ).status_code
         == 422
     )
+
+
+def test_a_batch_item_id_with_a_slash_opens_and_a_text_has_a_preview(
+    app_client: TestClient,
+) -> None:
+    store = app_client.app.state.gateway.review  # type: ignore[attr-defined]
+    store.keep(
+        request_id="batch/1",
+        task="spam",
+        tenant="acme",
+        result=result("batch/1", "review"),
+        text="win a free cruise now",
+        raw=b"win a free cruise now",
+    )
+    csrf = login(app_client, "acme-key-123")
+    row = app_client.get("/ui/api/queue").json()["items"][0]
+    assert row["request_id"] == "batch/1" and row["preview"] == "win a free cruise now"
+    assert app_client.get("/ui/api/messages/batch%2F1").json()["text"] == "win a free cruise now"
+    assert app_client.get("/ui/api/messages/batch/1/source").json()["headers"] == []
+    assert decide(app_client, "batch%2F1", "spam", csrf).json()["request_id"] == "batch/1"

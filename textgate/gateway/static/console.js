@@ -51,7 +51,7 @@ async function loadQueue() {
     row.dataset.requestId = m.request_id;
     row.className = i === state.selected ? "selected" : "";
     for (const v of [when(m.created_at), m.tenant || "(default)", m.action, score(m.score),
-                     m.subject || "(no subject)", m.sender, m.decision || ""]) {
+                     m.subject || m.preview || "(no subject)", m.sender, m.decision || ""]) {
       row.appendChild(el("td", v));
     }
     row.addEventListener("click", () => openMessage(m.request_id));
