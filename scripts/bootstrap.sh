@@ -11,7 +11,7 @@ VENV=.venv
 STAMP="$VENV/.textgate-stamp"
 # Debian packages later issues need go here, installed only when missing.
 DEB_PACKAGES=(python3.11 python3.11-venv libpython3.11-testsuite prometheus spamc miltertest
-    spamassassin)
+    spamassassin chromium chromium-driver)
 
 need_apt=()
 for pkg in "${DEB_PACKAGES[@]}"; do

@@ -9,6 +9,11 @@ ARTIFACTS="${ARTIFACTS:-artifacts}"
 
 "$BIN/textgate" build spam -o "$ARTIFACTS/spam"
 
+# The review console (/ui/) keeps review/quarantine mail: on in the demo, off by default.
+export TEXTGATE_REVIEW__PATH="${TEXTGATE_REVIEW__PATH:-$ARTIFACTS/review.sqlite3}"
+export TEXTGATE_FEEDBACK__PATH="${TEXTGATE_FEEDBACK__PATH:-$ARTIFACTS/feedback.sqlite3}"
+export TEXTGATE_GATEWAY__ADMIN_TOKEN="${TEXTGATE_GATEWAY__ADMIN_TOKEN:-demo-admin-token-change-me}"
+
 "$BIN/textgate" serve --bundle "$ARTIFACTS/spam" --port "$PORT" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
@@ -57,4 +62,5 @@ PY
 
 echo
 echo "serving on http://127.0.0.1:$PORT (API: /v1/classify/{task}, /v1/models, /metrics); Ctrl-C stops"
+echo "review console: http://127.0.0.1:$PORT/ui/ (log in with \$TEXTGATE_GATEWAY__ADMIN_TOKEN: $TEXTGATE_GATEWAY__ADMIN_TOKEN)"
 wait $server

@@ -544,6 +544,27 @@ class FeedbackConfig:
         _require(self.recent_bytes >= 0, "recent_bytes", "must be >= 0")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReviewConfig:
+    """The review/quarantine store behind the console (docs/console.md); off unless a path."""
+
+    path: Path | None = None  # SQLite file; null: review and quarantine verdicts are not kept
+    actions: tuple[str, ...] = ("review", "quarantine")  # the actions whose mail is kept
+    max_age_days: float = 30.0  # older messages are dropped (counted in a metric)
+    max_messages: int = 100_000  # beyond: the oldest are dropped (counted)
+    max_bytes: int = 1_073_741_824  # raw + text bytes held at most; beyond: the oldest go
+    explain: int = 5  # trigger words computed when a message without them is first opened
+    session_ttl_s: float = 8 * 3600.0  # a console login lasts this long
+
+    def __post_init__(self) -> None:
+        _require(bool(self.actions), "actions", "must name at least one action")
+        _require(self.max_age_days > 0, "max_age_days", "must be > 0")
+        _require(self.max_messages >= 1, "max_messages", "must be >= 1")
+        _require(self.max_bytes >= 1024, "max_bytes", "must be >= 1024")
+        _require(0 <= self.explain <= 20, "explain", "must be within 0..20")
+        _require(self.session_ttl_s > 0, "session_ttl_s", "must be > 0")
+
+
 # --- the whole file -----------------------------------------------------------------------
 
 
@@ -560,6 +581,7 @@ class Config:
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     mail: MailConfig = field(default_factory=MailConfig)
     feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
 
     @classmethod
     def from_dict(

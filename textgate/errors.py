@@ -30,6 +30,7 @@ gateway map them to messages and HTTP codes, each in one table.
     ├── OutboxError                the event outbox cannot be opened or written (names the file)
     │   └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
     ├── FeedbackError              the feedback store cannot be opened or written (names the file)
+    │   └── ReviewStoreError       the review/quarantine store of the console, likewise
     └── ReleaseError               a release operation is not possible now (gateway: 409)
         └── GateFailed             promote refused: the compare gate failed or never ran
 """
@@ -181,6 +182,14 @@ class FeedbackError(TextgateError):
 
     def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
         super().__init__(f"feedback store {path}: {message}", hint=hint)
+        self.path = str(path)
+
+
+class ReviewStoreError(FeedbackError):
+    """The review/quarantine store (SQLite) cannot be opened, read or written (503)."""
+
+    def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
+        TextgateError.__init__(self, f"review store {path}: {message}", hint=hint)
         self.path = str(path)
 
 

@@ -24,10 +24,12 @@ except ImportError:  # pragma: no cover - the normalization module ships with th
 try:
     from textgate.gateway.events import Event as _Event
     from textgate.gateway.events import ReleaseEvent as _ReleaseEvent
+    from textgate.gateway.events import ReviewEvent as _ReviewEvent
     from textgate.gateway.outbox import Outbox as _Outbox
 except ImportError:  # pragma: no cover - the events modules ship with the gateway
     _Event = None  # type: ignore[assignment,misc]
     _ReleaseEvent = None  # type: ignore[assignment,misc]
+    _ReviewEvent = None  # type: ignore[assignment,misc]
     _Outbox = None  # type: ignore[assignment,misc]
 
 
@@ -146,6 +148,13 @@ class EventSink:
         if self.outbox is None or _ReleaseEvent is None:
             return
         await self.outbox.put(_ReleaseEvent(**fields))
+
+    async def put_review(self, **fields: Any) -> bool:
+        """A console decision (``textgate.review-event/1``); False: its key was there."""
+        if self.outbox is None or _ReviewEvent is None:
+            return False
+        added: bool = await self.outbox.put(_ReviewEvent(**fields))
+        return added
 
     def depth(self) -> int:
         return int(self.outbox.depth()) if self.outbox is not None else 0

@@ -33,7 +33,7 @@ from textgate import __version__, normalize
 from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import admin, corrections, logs, mail
+from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
@@ -42,6 +42,7 @@ from textgate.gateway.pool import ParsePool
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover
 from textgate.gateway.service import Context, Runtime, Service
+from textgate.gateway.session import Sessions
 from textgate.gateway.status import (
     BodyTooLarge,
     GatewayError,
@@ -158,6 +159,10 @@ class Gateway:
         self.metrics = Metrics()
         self.events = EventSink(getattr(config, "events", None))
         self.service = Service(self.metrics, self.events)
+        # Kept from the start like the outbox: a reload does not move the review store.
+        self.review: review.ReviewStore | None = None
+        if config.review.path is not None:
+            self.review = review.ReviewStore.from_config(config.review, self.metrics.registry)
         self.runtime = self._runtime(config, self._client(config), Router({}))
         self._discovery: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
@@ -220,6 +225,9 @@ class Gateway:
         await self.events.stop()
         if self.releases is not None:
             await self.releases.stop()
+        if self.review is not None:
+            self.review.close()
+            self.review = None
 
     async def _discover(self) -> None:
         rt = self.runtime
@@ -435,7 +443,10 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gw = holder.setdefault("gw", Gateway(config, endpoints=endpoints, config_path=config_path))
         app.state.gateway = gw
+        app.state.sessions = Sessions(gw.config.review.session_ttl_s)
+        app.state.rates = panel.Rates()
         await gw.start()
+        app.state.rates.sample(gw)  # the live panel's base: rates since startup
         app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
         await desk.start()
         _install_sighup(gw)
@@ -450,11 +461,15 @@ def create_app(
         version=__version__,
         description="Text classification (spam, sentiment) on NVIDIA Triton: verdicts, not logits.",
         lifespan=lifespan,
+        docs_url=None,  # Swagger UI loads its assets from a CDN: blank offline (apidocs)
+        redoc_url=None,
     )
     _routes(app)
     _handlers(app)
     app.include_router(admin.router)
     app.include_router(corrections.router)
+    app.include_router(console.router)
+    app.include_router(apidocs.router)
     _middleware(app)
     return app
 
@@ -507,6 +522,9 @@ def _routes(app: FastAPI) -> None:
         desk: mail.Mail = request.app.state.mail
         desk.remember(task, raw, ctx.tenant, results)
         await corrections.add_explanations(request, desk, rt, task, raw, results, ctx)
+        if gw.review is not None:
+            actions = rt.config.review.actions
+            await review.keep_results(gw.review, actions, task, raw, ctx.tenant, results, ctx.texts)
         gw.metrics.classified(task, ctx.tenant, results)
         gw.metrics.observe_stages(ctx.timings_ms, task)
         request.state.task = task
@@ -623,9 +641,13 @@ def _middleware(app: FastAPI) -> None:
     @app.middleware("http")
     async def admin_gate(request: Request, call_next: Any) -> Response:
         gw: Gateway | None = getattr(request.app.state, "gateway", None)
-        if gw is not None and request.url.path.startswith("/admin/"):
+        path = request.url.path
+        if gw is not None and (path.startswith("/admin/") or path.startswith("/ui/")):
             try:
-                admin.check_before_body(request)
+                if path.startswith("/admin/"):
+                    admin.check_before_body(request)
+                else:
+                    console.check_before_body(request)
             except GatewayError as exc:
                 return _error_response(exc, request, gw)
         response: Response = await call_next(request)
@@ -649,6 +671,7 @@ def _middleware(app: FastAPI) -> None:
             logs.request_id_var.reset(token)
         response.headers["X-Request-ID"] = rid
         response.headers["traceparent"] = trace.traceparent
+        console.secure(request.url.path, response)
         if gw is not None and request.url.path.startswith("/v1/classify"):
             _account(gw, request, response, rid, start)
         return response

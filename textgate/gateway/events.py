@@ -108,6 +108,40 @@ RELEASE_EVENT_SCHEMA: dict[str, Any] = {
 }
 
 
+REVIEW_SCHEMA_ID = "textgate.review-event/1"
+
+REVIEW_EVENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": REVIEW_SCHEMA_ID,
+    "title": "textgate review decision (console): spam, ham, or release of quarantined mail",
+    "type": "object",
+    "required": ["schema", "key", "request_id", "time", "task", "decision", "label"],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"const": REVIEW_SCHEMA_ID},
+        "key": {
+            "type": "string",
+            "description": "the dedup and Kafka key: review/<request id> (one decision each)",
+        },
+        "request_id": {"type": "string", "description": "the reviewed verdict's request id"},
+        "time": {"type": "number"},
+        "task": {"type": "string"},
+        "tenant": {"type": ["string", "null"]},
+        "decision": {
+            "enum": ["spam", "ham", "release"],
+            "description": "release: quarantined mail judged ham; the MTA side delivers it",
+        },
+        "label": {"type": "string", "description": "the label written to the feedback store"},
+        "previous_action": {"type": ["string", "null"]},
+        "previous_label": {"type": ["string", "null"]},
+        "previous_score": {"type": ["number", "null"]},
+        "model_version": {"type": ["string", "null"]},
+        "reviewer": {"type": "string", "description": "admin, or tenant:<name>"},
+        "feedback_id": {"type": ["integer", "null"]},
+    },
+}
+
+
 def new_event_id() -> str:
     """128 random bits: unguessable, so no client can pre-empt or overwrite an event."""
     return secrets.token_hex(16)
@@ -187,6 +221,36 @@ class ReleaseEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewEvent:
+    """One console decision, on the same outbox and topic under its own schema id."""
+
+    request_id: str
+    task: str
+    decision: str  # spam | ham | release
+    label: str
+    tenant: str | None = None
+    previous_action: str | None = None
+    previous_label: str | None = None
+    previous_score: float | None = None
+    model_version: str | None = None
+    reviewer: str = ""
+    feedback_id: int | None = None
+    time: float = field(default_factory=time.time)
+    schema: str = REVIEW_SCHEMA_ID
+
+    @property
+    def key(self) -> str:
+        """``review/<request id>``: a repeated decision is stored once."""
+        return f"review/{self.request_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, **asdict(self)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)

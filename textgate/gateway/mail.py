@@ -22,7 +22,7 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config
-from textgate.gateway import explain, headers, logs
+from textgate.gateway import explain, headers, logs, review
 from textgate.gateway.service import Context, Runtime
 from textgate.gateway.status import NotFound, ValidationFailed, status_of
 
@@ -111,13 +111,20 @@ class Mail:
             if explain and rt.config.mail.explain:
                 spans = await self.spans(rt, task, raw, ctx, rt.config.mail.explain)
         except Exception as exc:
-            gw.metrics.requests.labels(task, "none", str(status_of(exc))).inc()
+            # The counter has a tenant label since the tenant metrics: the old three-label
+            # call raised, so every spamd scan under a tenant-labelled counter failed.
+            gw.metrics.failed(task, rt.router.public(), ctx.tenant, status_of(exc))
             raise
         finally:
             logs.request_id_var.reset(token)
-        gw.metrics.requests.labels(task, result["action"], "200").inc()
-        gw.metrics.observe_stages(ctx.timings_ms)
+        gw.metrics.classified(task, ctx.tenant, [result])
+        gw.metrics.observe_stages(ctx.timings_ms, task)
         self.remember(task, [raw], ctx.tenant, [result])
+        if gw.review is not None:
+            actions = rt.config.review.actions
+            await review.keep_results(
+                gw.review, actions, task, [raw], ctx.tenant, [result], ctx.texts
+            )
         return mark(rt.config, rt, task, ctx.tenant, result, spans)
 
     async def spans(

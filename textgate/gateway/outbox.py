@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from textgate.errors import OutboxError, OutboxFull
-from textgate.gateway.events import Event, ReleaseEvent
+from textgate.gateway.events import Event, ReleaseEvent, ReviewEvent
 
 SCHEMA_VERSION = 2  # 2: the requests table (additive; a version-1 file is migrated)
 T = TypeVar("T")
@@ -170,7 +170,7 @@ class Outbox:
 
     # --- public API (async for the gateway, *_sync for threads and tools) --------------
 
-    async def put(self, event: Event | ReleaseEvent) -> bool:
+    async def put(self, event: Event | ReleaseEvent | ReviewEvent) -> bool:
         """Store ``event`` durably; False when its request id is already stored.
 
         Raises ``OutboxFull`` at the bound (after ``block_timeout_s`` with ``block``).
@@ -206,7 +206,7 @@ class Outbox:
         """(payload hash, stored answer) of an earlier request with this id, or None."""
         return await self._submit(lambda conn: self._lookup(conn, tenant, client_id))
 
-    def put_sync(self, event: Event | ReleaseEvent) -> bool:
+    def put_sync(self, event: Event | ReleaseEvent | ReviewEvent) -> bool:
         """``put`` for code outside an event loop (reject policy only)."""
         return self._call(self._put_fn(event))
 
@@ -427,7 +427,9 @@ class Outbox:
 
     # --- operations (run inside the writer's transaction) --------------------------------
 
-    def _put_fn(self, event: Event | ReleaseEvent) -> Callable[[sqlite3.Connection], bool]:
+    def _put_fn(
+        self, event: Event | ReleaseEvent | ReviewEvent
+    ) -> Callable[[sqlite3.Connection], bool]:
         payload = event.to_json()  # serialized by the caller, outside the writer thread
         return lambda conn: self._put(conn, event.key, event.time, payload)
 

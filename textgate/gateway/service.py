@@ -55,6 +55,7 @@ class Context:
     payload_sha256: str | None = None
     repeated: bool = False  # set when the answer is the stored one
     timings_ms: dict[str, float] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)  # the normalized texts (the review store)
     started: float = field(default_factory=time.perf_counter)
     # One Triton deadline per request (monotonic), shared by the fast pass and the re-score:
     # a fresh deadline per call let a re-score run past the client's timeout.
@@ -101,6 +102,7 @@ class Service:
         t = time.perf_counter()
         items = [await self._prepare(rt, x, i, len(raw)) for i, x in enumerate(raw)]
         ctx.timings_ms["normalize"] = _ms(t)
+        ctx.texts = [item.text for item in items]
         ctx.sender = _sender(raw, items) or ctx.sender
         route = rt.router.route(task, rt.router.key(task, ctx.tenant, ctx.request_id, ctx.sender))
         weight = sum(len(item.pieces) for item in items)  # the limiter counts texts

@@ -47,6 +47,10 @@ class Conflict(GatewayError):
     """An admin operation the current release state does not allow (409)."""
 
 
+class Forbidden(GatewayError):
+    """A known caller asks for something that is not its own (another tenant's mail) (403)."""
+
+
 class NotFound(GatewayError):
     """A request names something the gateway does not have (an expired request id) (404)."""
 
@@ -59,6 +63,7 @@ STATUS: dict[type[BaseException], int] = {
     UnknownTask: 404,
     NotFound: 404,
     Unauthorized: 401,
+    Forbidden: 403,
     ValidationFailed: 422,
     BodyTooLarge: 413,
     UnsupportedContentType: 415,
