@@ -325,7 +325,7 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     bundle = find_bundle(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
     settings = dataclasses.replace(Config.load().repository, ort_intra_op_threads=args.threads)
-    default = settings.shape_strategy
+    default = settings.strategy
     strategies = list(dict.fromkeys([default, *profile.strategies]))
     work = workload.make("mix", profile.n, seed=0)
     texts = work.texts

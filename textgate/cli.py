@@ -525,7 +525,7 @@ def _add_repo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "triton-container: onnxruntime_onnx for NVIDIA's container (default: from config)",
     )
     b.add_argument(
-        "--shape-strategy", choices=["bucket", "fixed", "fused"], help="default: from config"
+        "--shape-strategy", choices=["auto", "bucket", "fixed", "fused"], help="default: from config (auto)"
     )
     b.add_argument("--config", type=Path, help="textgate YAML config (repository section)")
     b.add_argument("--version", type=int, default=1, help="numeric version directory to write")
@@ -554,7 +554,7 @@ def _run_repo_build(args: argparse.Namespace) -> int:
         )
     out.print(
         f"repository {escape(str(result.repository))} ({settings.target}, "
-        f"{settings.shape_strategy}): {', '.join(result.models)}",
+        f"{settings.strategy}): {', '.join(result.models)}",
         highlight=False,
     )
     return 0
