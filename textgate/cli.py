@@ -525,7 +525,9 @@ def _add_repo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "triton-container: onnxruntime_onnx for NVIDIA's container (default: from config)",
     )
     b.add_argument(
-        "--shape-strategy", choices=["auto", "bucket", "fixed", "fused"], help="default: from config (auto)"
+        "--shape-strategy",
+        choices=["auto", "bucket", "fixed", "fused"],
+        help="default: from config (auto: fused on embedded, bucket on triton-container)",
     )
     b.add_argument("--config", type=Path, help="textgate YAML config (repository section)")
     b.add_argument("--version", type=int, default=1, help="numeric version directory to write")

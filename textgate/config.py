@@ -213,6 +213,13 @@ class GatewayConfig:
     max_batch: int = 64  # texts per request
     max_in_flight: int = 32  # requests talking to Triton at once
     max_queue: int = 64  # requests waiting for a slot; beyond: 429
+    # Coalescing (textgate/gateway/coalesce.py): concurrent requests' texts share one
+    # Triton call per model; sent at once while fewer than coalesce_max_inflight calls are
+    # out, else queued until one returns or the oldest has waited coalesce_max_wait_ms.
+    coalesce: bool = True
+    coalesce_max_batch: int = 64  # texts per Triton call (clipped to the model's max batch)
+    coalesce_max_wait_ms: float = 5.0
+    coalesce_max_inflight: int = 2  # Triton calls per model at once before requests queue
     queue_timeout_s: float = 2.0  # a request waiting longer for a slot gets 429
     retry_after_s: int = 1  # the Retry-After of 429 and 503 answers
     admin_token: str | None = None  # bearer token of POST /admin/reload; null: endpoint off
@@ -246,6 +253,9 @@ class GatewayConfig:
         _require(self.max_batch >= 1, "max_batch", "must be >= 1")
         _require(self.max_in_flight >= 1, "max_in_flight", "must be >= 1")
         _require(self.max_queue >= 0, "max_queue", "must be >= 0")
+        _require(self.coalesce_max_batch >= 1, "coalesce_max_batch", "must be >= 1")
+        _require(0 <= self.coalesce_max_wait_ms <= 1000, "coalesce_max_wait_ms", "0..1000")
+        _require(self.coalesce_max_inflight >= 1, "coalesce_max_inflight", "must be >= 1")
         _require(self.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
         _require(self.retry_after_s >= 1, "retry_after_s", "must be >= 1")
         _require(

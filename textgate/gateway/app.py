@@ -35,6 +35,7 @@ from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
 from textgate.gateway import admin, logs
 from textgate.gateway.adapters import EventSink, Preparer
+from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.policy import Policy, check_labels
@@ -187,6 +188,7 @@ class Gateway:
             preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
             parse_pool=getattr(self, "parse_pool", None),
+            coalescer=Coalescer.from_config(client, gw),
         )
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -210,6 +212,8 @@ class Gateway:
     async def stop(self) -> None:
         if self._discovery is not None:
             self._discovery.cancel()
+        if self.runtime.coalescer is not None:
+            await self.runtime.coalescer.close()
         await self.runtime.client.close()
         if self.parse_pool is not None:
             await self.parse_pool.close()
