@@ -688,7 +688,13 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def _workload_options(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", choices=["mix", "short", "long", "file"], default="mix")
+    w.add_argument(
+        "--workload",
+        choices=["mix", "short", "long", "mail", "file"],
+        default="mix",
+        help="mail: raw messages from the e-mail corpus (the gateway gets them as "
+        "message/rfc822, other targets their extracted text)",
+    )
     w.add_argument("--file", type=Path, help="workload file: one text per line, or JSONL")
     w.add_argument("--n", type=int, default=2000, help="distinct texts (cycled)")
     w.add_argument("--seed", type=int, default=0, help="workload and arrival seed")
@@ -734,7 +740,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         else:
             url, kind = args.url, args.target
             models = [args.model] if kind == "triton" else []  # statistics need gRPC
-        tgt = target.make(kind, url, model=args.model)
+        tgt = target.make(kind, url, model=args.model, messages=work.raw_by_text() or None)
         watch = measurement.Watch(pids=pids, triton_url=url if models else None, models=models)
         result = asyncio.run(
             measurement.measure(tgt, work.texts, plan, watch, progress=not args.no_progress)
