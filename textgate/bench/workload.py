@@ -38,6 +38,8 @@ class Workload:
 
     def raw_by_text(self) -> dict[str, bytes]:
         """text -> its raw message (a load generator hands targets texts only)."""
+        if not self.messages:
+            return {}
         return dict(zip(self.texts, self.messages, strict=True))
 
     def describe(self) -> dict[str, object]:
