@@ -4,13 +4,13 @@
         [--concurrency 32] [--seconds 5] [--out FILE]
 
 One tritonserver serves the bundle twice: ``<task>`` in the default (fused) shape and
-``<task>_b`` bucketed. Two ``textgate serve`` processes sit in front of the fused one, one
-with ``gateway.coalesce: true`` (the default) and one with ``false``. Each round measures
-every system once (closed loop, ``--concurrency`` clients, one text per request), the order
-rotating; the medians of texts/s and P95 and the ratios between systems are printed as
-``name: value`` lines and written as JSON. With ``--workload mail`` the gateways get raw
-messages (message/rfc822), Triton the extracted text. On a shared box only the ratios of
-one run mean anything.
+``<task>_b`` bucketed. Three ``textgate serve`` processes sit in front of the fused one:
+``gateway.coalesce: true`` with ``coalesce_max_inflight`` 2 and 1, and ``coalesce: false``.
+Each round measures every system once (closed loop, ``--concurrency`` clients, one text
+per request), the order rotating; the medians of texts/s and P95 and the ratios between
+systems are printed as ``name: value`` lines and written as JSON. With ``--workload mail``
+the gateways get raw messages (message/rfc822), Triton the extracted text. On a shared box
+only the ratios of one run mean anything.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from textgate.repository import build
 from textgate.triton import TritonServer, free_port
 
 
-def gateway(name: str, grpc_url: str, tmp: Path, coalesce: bool) -> Proc:
+def gateway(name: str, grpc_url: str, tmp: Path, coalesce: bool, inflight: int = 2) -> Proc:
     port = free_port()
     cfg = tmp / f"{name}.json"
     cfg.write_text(
@@ -47,6 +47,7 @@ def gateway(name: str, grpc_url: str, tmp: Path, coalesce: bool) -> Proc:
                     "max_in_flight": 64,
                     "max_queue": 256,
                     "coalesce": coalesce,
+                    "coalesce_max_inflight": inflight,
                 },
                 "events": {"outbox_path": str(tmp / f"{name}.sqlite3")},
             }
@@ -100,8 +101,11 @@ def main() -> int:
         build([args.bundle], repo, RepositoryConfig(shape_strategy="bucket"), suffix="_b")
         triton_cfg = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
         server = stack.enter_context(TritonServer(repo, config=triton_cfg))
-        procs = [gateway("gateway-coalesce", server.grpc_url, tmp, True),
-                 gateway("gateway-plain", server.grpc_url, tmp, False)]  # fmt: skip
+        procs = [
+            gateway("gateway-coalesce", server.grpc_url, tmp, True, 2),
+            gateway("gateway-coalesce-1", server.grpc_url, tmp, True, 1),
+            gateway("gateway-plain", server.grpc_url, tmp, False),
+        ]
         stack.enter_context(started(procs))
         for proc in procs:
             if not proc.wait():
@@ -138,6 +142,7 @@ def main() -> int:
     }
     ratios = {
         "coalesce_vs_plain": tps["gateway-coalesce"] / tps["gateway-plain"],
+        "coalesce_inflight1_vs_plain": tps["gateway-coalesce-1"] / tps["gateway-plain"],
         "gateway_vs_triton_fused": tps["gateway-coalesce"] / tps["triton-fused"],
         "plain_vs_triton_fused": tps["gateway-plain"] / tps["triton-fused"],
         "fused_vs_bucket": tps["triton-fused"] / tps["triton-bucket"],
