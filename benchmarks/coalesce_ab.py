@@ -1,7 +1,10 @@
 """Side by side, one run: the gateway with and without coalescing, and Triton direct.
 
     python benchmarks/coalesce_ab.py --bundle B [--workload mix|mail] [--rounds 3]
-        [--concurrency 32] [--seconds 5] [--out FILE]
+        [--concurrency 32] [--seconds 5] [--baseline SRC] [--out FILE]
+
+``--baseline SRC``: one more gateway, run from another checkout's source tree (e.g. the
+previous release, `git archive REV | tar -x -C SRC`), so old and new are measured in one run.
 
 One tritonserver serves the bundle twice: ``<task>`` in the default (fused) shape and
 ``<task>_b`` bucketed. Three ``textgate serve`` processes sit in front of the fused one:
@@ -36,24 +39,21 @@ from textgate.repository import build
 from textgate.triton import TritonServer, free_port
 
 
-def gateway(name: str, grpc_url: str, tmp: Path, coalesce: bool, inflight: int = 2) -> Proc:
+def gateway(
+    name: str, grpc_url: str, tmp: Path, coalesce: bool, inflight: int = 2, src: Path | None = None
+) -> Proc:
+    """``textgate serve`` in front of ``grpc_url``; ``src``: another source tree (baseline)."""
     port = free_port()
     cfg = tmp / f"{name}.json"
-    cfg.write_text(
-        json.dumps(
-            {
-                "gateway": {
-                    "log_format": "text",
-                    "max_in_flight": 64,
-                    "max_queue": 256,
-                    "coalesce": coalesce,
-                    "coalesce_max_inflight": inflight,
-                },
-                "events": {"outbox_path": str(tmp / f"{name}.sqlite3")},
-            }
-        )
-    )
-    cmd = [PY, "-m", "textgate.cli", "serve", "--triton", grpc_url, "--port", str(port)]
+    gw: dict[str, Any] = {"log_format": "text", "max_in_flight": 64, "max_queue": 256}
+    if src is None:  # a baseline predating coalescing knows no coalesce keys
+        gw |= {"coalesce": coalesce, "coalesce_max_inflight": inflight}
+    cfg.write_text(json.dumps({"gateway": gw, "events": {"outbox_path": str(tmp / f"{name}.db")}}))
+    args = ["serve", "--triton", grpc_url, "--port", str(port)]
+    cmd = [PY, "-m", "textgate.cli", *args]
+    if src is not None:
+        boot = f"import sys; sys.path.insert(0, {str(src)!r}); from textgate.cli import main; "
+        cmd = [PY, "-c", boot + "sys.exit(main(sys.argv[1:]))", *args]
     proc = Proc(
         name, [*cmd, "--config", str(cfg)], f"http://127.0.0.1:{port}/readyz", tmp / f"{name}.log"
     )
@@ -85,6 +85,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--out", type=Path, default=Path("coalesce_ab.json"))
+    p.add_argument("--baseline", type=Path, help="also a gateway from this source tree")
     args = p.parse_args()
     manifest = json.loads((args.bundle / "manifest.json").read_text())
     task = manifest["task"]
@@ -106,6 +107,10 @@ def main() -> int:
             gateway("gateway-coalesce-1", server.grpc_url, tmp, True, 1),
             gateway("gateway-plain", server.grpc_url, tmp, False),
         ]
+        if args.baseline:
+            procs.append(
+                gateway("gateway-baseline", server.grpc_url, tmp, False, src=args.baseline)
+            )
         stack.enter_context(started(procs))
         for proc in procs:
             if not proc.wait():
@@ -141,13 +146,15 @@ def main() -> int:
         n: m["throughput"] / m["cpu_cores"] if m["cpu_cores"] else 0.0 for n, m in med.items()
     }
     ratios = {
-        "coalesce_vs_plain": tps["gateway-coalesce"] / tps["gateway-plain"],
+        "coalesce_inflight2_vs_plain": tps["gateway-coalesce"] / tps["gateway-plain"],
         "coalesce_inflight1_vs_plain": tps["gateway-coalesce-1"] / tps["gateway-plain"],
         "gateway_vs_triton_fused": tps["gateway-coalesce"] / tps["triton-fused"],
         "plain_vs_triton_fused": tps["gateway-plain"] / tps["triton-fused"],
         "fused_vs_bucket": tps["triton-fused"] / tps["triton-bucket"],
         "gateway_vs_triton_fused_per_cpu_s": per_cpu["gateway-coalesce"] / per_cpu["triton-fused"],
     }
+    if "gateway-baseline" in tps:
+        ratios["gateway_vs_baseline"] = tps["gateway-coalesce"] / tps["gateway-baseline"]
     result = {"workload": work.describe(), "concurrency": args.concurrency, "seconds": args.seconds,
               "rounds": rounds, "median": med, "ratios": ratios}  # fmt: skip
     args.out.write_text(json.dumps(result, indent=2))

@@ -219,9 +219,9 @@ class GatewayConfig:
     coalesce: bool = True
     coalesce_max_batch: int = 64  # texts per Triton call (clipped to the model's max batch)
     coalesce_max_wait_ms: float = 5.0
-    # Triton calls per model at once before requests queue; 1 measured best (the fused
-    # model has one instance: a second call only waits inside Triton, unmerged).
-    coalesce_max_inflight: int = 1
+    # Triton calls per model at once before requests queue: 2 (one computing, one on the
+    # wire) was the steadier of 1 and 2 over two side-by-side runs (docs/benchmarks.md).
+    coalesce_max_inflight: int = 2
     queue_timeout_s: float = 2.0  # a request waiting longer for a slot gets 429
     retry_after_s: int = 1  # the Retry-After of 429 and 503 answers
     admin_token: str | None = None  # bearer token of POST /admin/reload; null: endpoint off

@@ -154,7 +154,7 @@ class Coalescer:
     """Lanes by model name; ``infer`` is what a request awaits instead of the client."""
 
     def __init__(
-        self, client: Any, *, max_batch: int = 64, max_wait_ms: float = 5.0, max_inflight: int = 1
+        self, client: Any, *, max_batch: int = 64, max_wait_ms: float = 5.0, max_inflight: int = 2
     ) -> None:
         self.client = client
         self.max_batch = max_batch
