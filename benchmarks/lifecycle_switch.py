@@ -214,7 +214,9 @@ def serve(
                     "triton_api_key": key,
                     **release,
                 },
-                "events": {"outbox_path": str(root / "events.sqlite3")},
+                # store_text: the shadow log keeps texts (not only their hashes), so the
+                # compare gate has shadowed traffic to run before the promote.
+                "events": {"outbox_path": str(root / "events.sqlite3"), "store_text": True},
             }
         )
         app = create_app(cfg, endpoints=[server.grpc_url])

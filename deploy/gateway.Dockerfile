@@ -13,6 +13,7 @@ RUN python -m venv /app/venv \
       "numpy==1.26.4" "tokenizers==0.23.3" "rich==15.0.0" "pyyaml==6.0.4" \
       "tritonclient[grpc,http]==2.73.0" "prometheus-client==0.26.0" \
       "confluent-kafka==2.16.1" "fastapi==0.165.0" "uvicorn==0.54.0" \
+      "uvloop==0.23.0" "httptools==0.9.0" "orjson==3.13.0" "sniffio==1.3.1" \
  && /app/venv/bin/pip install --no-cache-dir --no-deps .
 
 FROM python:3.11.11-slim-bookworm

@@ -568,7 +568,9 @@ def _add_repo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "triton-container: onnxruntime_onnx for NVIDIA's container (default: from config)",
     )
     b.add_argument(
-        "--shape-strategy", choices=["bucket", "fixed", "fused"], help="default: from config"
+        "--shape-strategy",
+        choices=["auto", "bucket", "fixed", "fused"],
+        help="default: from config (auto: fused on embedded, bucket on triton-container)",
     )
     b.add_argument("--config", type=Path, help="textgate YAML config (repository section)")
     b.add_argument("--version", type=int, default=1, help="numeric version directory to write")
@@ -597,7 +599,7 @@ def _run_repo_build(args: argparse.Namespace) -> int:
         )
     out.print(
         f"repository {escape(str(result.repository))} ({settings.target}, "
-        f"{settings.shape_strategy}): {', '.join(result.models)}",
+        f"{settings.strategy}): {', '.join(result.models)}",
         highlight=False,
     )
     return 0
@@ -729,7 +731,13 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def _workload_options(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", choices=["mix", "short", "long", "file"], default="mix")
+    w.add_argument(
+        "--workload",
+        choices=["mix", "short", "long", "mail", "file"],
+        default="mix",
+        help="mail: raw messages from the e-mail corpus (the gateway gets them as "
+        "message/rfc822, other targets their extracted text)",
+    )
     w.add_argument("--file", type=Path, help="workload file: one text per line, or JSONL")
     w.add_argument("--n", type=int, default=2000, help="distinct texts (cycled)")
     w.add_argument("--seed", type=int, default=0, help="workload and arrival seed")
@@ -775,7 +783,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         else:
             url, kind = args.url, args.target
             models = [args.model] if kind == "triton" else []  # statistics need gRPC
-        tgt = target.make(kind, url, model=args.model)
+        tgt = target.make(kind, url, model=args.model, messages=work.raw_by_text() or None)
         watch = measurement.Watch(pids=pids, triton_url=url if models else None, models=models)
         result = asyncio.run(
             measurement.measure(tgt, work.texts, plan, watch, progress=not args.no_progress)

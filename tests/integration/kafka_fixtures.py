@@ -10,6 +10,7 @@ port: in-memory storage comes back empty).
 from __future__ import annotations
 
 import importlib.resources
+import json
 import os
 import signal
 import socket
@@ -108,8 +109,9 @@ class TansuBroker:
         except OSError:
             return ""
 
-    def keys(self, topic: str, timeout_s: float = 20.0) -> Counter[str]:
-        """How often each key appears in ``topic`` (every partition, from the beginning)."""
+    def keys(self, topic: str, timeout_s: float = 20.0, field: str = "") -> Counter[str]:
+        """How often each key appears in ``topic`` (every partition, from the beginning);
+        with ``field``, each message's JSON value's field instead of its key."""
         from confluent_kafka import Consumer, TopicPartition
 
         consumer = Consumer(
@@ -129,12 +131,14 @@ class TansuBroker:
                 for p in meta.partitions
             }
             consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-            return _read_to(consumer, ends, timeout_s)
+            return _read_to(consumer, ends, timeout_s, field)
         finally:
             consumer.close()
 
 
-def _read_to(consumer: object, ends: dict[int, int], timeout_s: float) -> Counter[str]:
+def _read_to(
+    consumer: object, ends: dict[int, int], timeout_s: float, field: str = ""
+) -> Counter[str]:
     """Consume until every partition reached its end offset (taken before reading)."""
     keys: Counter[str] = Counter()
     done = {p: end == 0 for p, end in ends.items()}
@@ -145,7 +149,7 @@ def _read_to(consumer: object, ends: dict[int, int], timeout_s: float) -> Counte
         for msg in consumer.consume(1000, 0.5):  # type: ignore[attr-defined]
             if msg.error() is not None:
                 continue
-            keys[msg.key().decode()] += 1
+            keys[json.loads(msg.value())[field] if field else msg.key().decode()] += 1
             if msg.offset() + 1 >= ends[msg.partition()]:
                 done[msg.partition()] = True
     return keys

@@ -121,6 +121,33 @@ def test_batch_and_sentiment(http: httpx.Client) -> None:
     assert [x["request_id"].rsplit("/", 1)[1] for x in results] == ["0", "1", "2"]
 
 
+def test_concurrent_requests_each_get_their_own_answer_and_id(gateway: RunningGateway) -> None:
+    # Coalesced into shared Triton calls (gateway.coalesce), every request still gets its
+    # own rows, id and status; the one invalid request is a 422 and fails nobody else.
+    texts = [f"message {i}: " + "win cash now " * (i % 9) for i in range(24)]
+    with gateway.client() as c:
+        alone = {t: c.post("/v1/classify/spam", json={"text": t}).json() for t in texts[:3]}
+
+    def send(i: int) -> httpx.Response:
+        body: dict[str, Any] = {"text": texts[i]} if i != 7 else {"texts": ["ok", 42]}
+        with gateway.client() as c:
+            return c.post("/v1/classify/spam", json=body, headers={"X-Request-ID": f"co-{i}"})
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(send, range(len(texts))))
+    for i, r in enumerate(answers):
+        assert r.headers["x-request-id"] == f"co-{i}"
+        if i == 7:
+            assert r.status_code == 422 and r.json()["error"].get("field"), r.text
+            continue
+        assert r.status_code == 200, r.text
+        (item,) = r.json()["results"]
+        assert item["request_id"] == f"co-{i}"
+        if texts[i] in alone:  # the same probabilities as when it was sent alone
+            want = alone[texts[i]]["results"][0]["probabilities"]
+            assert item["probabilities"] == pytest.approx(want, abs=1e-5)
+
+
 def test_raw_email_equals_extracted_text(http: httpx.Client) -> None:
     raw = (
         b"From: a@example.com\r\nTo: b@example.com\r\nSubject: Cheap meds\r\n"

@@ -219,3 +219,23 @@ def test_fused_strategy_serves_the_same_results(
     with TritonServer(repo, config=_config()) as server:
         _labels, probs = infer_grpc(server, "spam", TEXTS)
     assert np.abs(probs - reference(tiny_bundles["spam"], TEXTS)).max() <= 1e-5
+
+
+def test_fused_default_and_bucket_give_the_same_probabilities(
+    tiny_bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    # The embedded default became fused; bucket stays the container's shape. Both are
+    # served from one repository (bucket under the suffix _b) and must agree on one batch.
+    repo = tmp_path / "both"
+    fused = build([tiny_bundles["spam"]], repo, RepositoryConfig(max_batch_size=MAX_BATCH))
+    assert fused.spec.fused and not (repo / "spam_tokenize").exists()
+    bucket = RepositoryConfig(max_batch_size=MAX_BATCH, shape_strategy="bucket")
+    build([tiny_bundles["spam"]], repo, bucket, suffix="_b")
+    assert (repo / "spam_b_tokenize").is_dir()
+    texts = [*TEXTS, *(f"message number {i} " * (i % 7 + 1) for i in range(11))]
+    with TritonServer(repo, config=_config()) as server:
+        labels_f, probs_f = infer_grpc(server, "spam", texts)
+        labels_b, probs_b = infer_grpc(server, "spam_b", texts)
+    assert probs_f.shape == (len(texts), 2)
+    assert np.abs(probs_f - probs_b).max() <= 1e-5
+    assert list(labels_f.reshape(-1)) == list(labels_b.reshape(-1))

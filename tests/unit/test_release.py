@@ -106,7 +106,7 @@ def test_first_add_serves_second_is_candidate_loaded_beside(
     assert rows[1]["state"] == "serving" and rows[2]["state"] == "standby"
     assert rows[1]["load"] == rows[2]["load"] == "READY"
     assert rows[2]["metrics"]["f1"] == 0.9 and rows[2]["variant"] == "fp32"
-    assert {"spam_v1", "spam_v1_model", "spam_v2", "spam_v2_tokenize"} <= control._get()
+    assert {"spam_v1", "spam_v1_model", "spam_v2", "spam_v2_model"} <= control._get()
     assert release.pick(rel.state, "spam", "anyone") == 1  # nothing changed for traffic
 
 

@@ -32,7 +32,7 @@ class Served:
         t = self.task
         steps = (
             [t.model, t.postprocess]
-            if self.settings.shape_strategy == "fused"
+            if self.settings.strategy == "fused"
             else [t.tokenize, t.model, t.postprocess]
         )
         return [t.ensemble, *steps]
@@ -48,7 +48,7 @@ def serve(
     bundle: Path, settings: RepositoryConfig, triton: TritonConfig | None = None
 ) -> Iterator[Served]:
     """Build a temporary repository for ``bundle`` and run tritonserver on free ports."""
-    tmp = Path(tempfile.mkdtemp(prefix=f"textgate-bench-{settings.shape_strategy}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"textgate-bench-{settings.strategy}-"))
     try:
         result = build([bundle], tmp / "repo", settings)
         with TritonServer(result.repository, config=free_ports(triton)) as server:

@@ -3,6 +3,7 @@
     TritonTarget    Triton's gRPC API (tritonclient.grpc.aio), the ensemble ``<task>``
     V2HttpTarget    any server speaking the KServe v2 HTTP protocol (Triton's HTTP port)
     HttpJsonTarget  a JSON endpoint: the gateway's ``POST /v1/classify/{task}``, or a peer
+    HttpMailTarget  the gateway's classify endpoint with the raw message (message/rfc822)
     FakeTarget      a coroutine that sleeps: tests of the load generator
 
 A failure raises ``RequestFailed`` carrying a short code (an HTTP status, a gRPC status
@@ -89,11 +90,15 @@ class _HttpBase:
         limits = httpx.Limits(max_connections=self.limit, max_keepalive_connections=self.limit)
         self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits)
 
-    async def _post(self, url: str, body: dict[str, Any]) -> None:
+    async def _post(self, url: str, body: dict[str, Any] | bytes) -> None:
         import httpx
 
         try:
-            response = await self._client.post(url, json=body)
+            if isinstance(body, bytes):
+                headers = {"content-type": "message/rfc822"}
+                response = await self._client.post(url, content=body, headers=headers)
+            else:
+                response = await self._client.post(url, json=body)
         except httpx.TimeoutException:
             raise RequestFailed("timeout") from None
         except httpx.TransportError as exc:
@@ -133,6 +138,26 @@ class HttpJsonTarget(_HttpBase):
         await self._post(self.endpoint, {"text": text})
 
 
+class HttpMailTarget(_HttpBase):
+    """``POST {url}`` with the raw message of each text (the mail workload's messages)."""
+
+    def __init__(
+        self,
+        url: str,
+        messages: dict[str, bytes],
+        timeout_s: float = 30.0,
+        limit: int = 256,
+        name: str = "gateway-mail",
+    ) -> None:
+        super().__init__(timeout_s, limit)
+        self.name = name
+        self.endpoint = _http(url)
+        self.messages = messages
+
+    async def classify(self, text: str) -> None:
+        await self._post(self.endpoint, self.messages[text])
+
+
 class FakeTarget:
     """Calls ``delay(text)`` for each request's service time; requests are served one at a
     time when ``serial`` (a single-server queue, as a stalled backend behaves)."""
@@ -165,8 +190,19 @@ def gateway_url(base: str, task: str) -> str:
     return f"{_http(base).rstrip('/')}/v1/classify/{task}"
 
 
-def make(kind: str, url: str, *, model: str = "spam", timeout_s: float = 30.0) -> Target:
-    """``kind``: triton (gRPC), v2 (HTTP), gateway (``/v1/classify/<model>``) or http."""
+def make(
+    kind: str,
+    url: str,
+    *,
+    model: str = "spam",
+    timeout_s: float = 30.0,
+    messages: dict[str, bytes] | None = None,
+) -> Target:
+    """``kind``: triton (gRPC), v2 (HTTP), gateway (``/v1/classify/<model>``) or http.
+
+    ``messages`` (the mail workload): the gateway gets each text's raw message instead."""
+    if kind == "gateway" and messages:
+        return HttpMailTarget(gateway_url(url, model), messages, timeout_s, name=f"gateway {model}")
     if kind == "triton":
         return TritonTarget(url, model, timeout_s)
     if kind == "v2":

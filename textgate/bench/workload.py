@@ -3,6 +3,10 @@
 ``mix`` is the realistic length distribution: 70 % under 100 characters, 20 % 100-500 and
 10 % 500-2000. Single SMS messages stay short, so long items are consecutive real messages
 joined with a space. The same (name, n, seed) always gives the same texts in the same order.
+
+``mail`` is the product's own traffic: a seeded sample of raw RFC 822 messages from the
+e-mail corpus (``messages``), sent to the gateway as ``message/rfc822``; ``texts`` holds the
+same messages' text as the gateway extracts it, for targets that cannot parse mail.
 """
 
 from __future__ import annotations
@@ -13,14 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from textgate.errors import ConfigError
+from textgate.errors import ConfigError, TextgateError
 
 # (share, shortest, longest) in characters, inclusive.
 MIX: tuple[tuple[float, int, int], ...] = ((0.7, 1, 99), (0.2, 100, 500), (0.1, 501, 2000))
 SHORT: tuple[tuple[float, int, int], ...] = ((1.0, 1, 99),)
 LONG: tuple[tuple[float, int, int], ...] = ((1.0, 501, 2000),)
 SHAPES = {"mix": MIX, "short": SHORT, "long": LONG}
-NAMES = (*SHAPES, "file")
+NAMES = (*SHAPES, "mail", "file")
+MAIL_MAX_BYTES = 1_000_000  # under the gateway's default body limit: no 413 in a bench
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,13 @@ class Workload:
     texts: tuple[str, ...]
     seed: int
     source: str
+    messages: tuple[bytes, ...] = ()  # mail: the raw message of each text, same order
+
+    def raw_by_text(self) -> dict[str, bytes]:
+        """text -> its raw message (a load generator hands targets texts only)."""
+        if not self.messages:
+            return {}
+        return dict(zip(self.texts, self.messages, strict=True))
 
     def describe(self) -> dict[str, object]:
         lengths = sorted(len(t) for t in self.texts)
@@ -39,7 +51,9 @@ class Workload:
             "source": self.source,
             "chars_median": lengths[len(lengths) // 2] if lengths else 0,
             "share_by_band": band_shares(self.texts),
-        }
+            **({"bytes_median": sorted(map(len, self.messages))[len(self.messages) // 2]}
+               if self.messages else {}),
+        }  # fmt: skip
 
 
 def band_shares(texts: Sequence[str]) -> dict[str, float]:
@@ -72,6 +86,8 @@ def make(
     """Build ``n`` texts of workload ``name`` (``file`` reads one text per line or JSONL)."""
     if n < 1:
         raise ConfigError("n", f"a workload needs at least one text, got {n}")
+    if name == "mail":
+        return mail(n, seed)
     if name == "file":
         if file is None:
             raise ConfigError("file", "workload 'file' needs a file", hint="pass --file PATH")
@@ -81,6 +97,34 @@ def make(
     source = "given pool" if pool is not None else f"packaged corpus {task}"
     texts = shaped(pool if pool is not None else corpus(task), SHAPES[name], n, seed)
     return Workload(name, tuple(texts), seed, source)
+
+
+def mail(n: int, seed: int) -> Workload:
+    """``n`` raw messages drawn with ``seed`` from the e-mail corpus (reservoir sample)."""
+    from textgate.mail import iter_email_corpus
+    from textgate.normalize import NormalizeSettings, normalize_email
+
+    rng = random.Random(seed)
+    picked: list[bytes] = []
+    seen = 0
+    for item in iter_email_corpus():
+        if len(item.raw) > MAIL_MAX_BYTES:
+            continue
+        seen += 1
+        if len(picked) < n:
+            picked.append(item.raw)
+        elif (j := rng.randrange(seen)) < n:
+            picked[j] = item.raw
+    rng.shuffle(picked)
+    settings = NormalizeSettings()
+    texts, raws = [], []
+    for raw in picked:
+        try:
+            texts.append(normalize_email(raw, settings).text)
+        except TextgateError:  # the gateway's best-effort path answers it; peers cannot
+            continue
+        raws.append(raw)
+    return Workload("mail", tuple(texts), seed, "e-mail corpus (raw RFC 822)", tuple(raws))
 
 
 def shaped(

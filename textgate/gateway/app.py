@@ -22,10 +22,12 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -35,6 +37,7 @@ from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
 from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
 from textgate.gateway.adapters import EventSink, Preparer
+from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.policy import Policy, check_labels
@@ -195,6 +198,7 @@ class Gateway:
             preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
             parse_pool=getattr(self, "parse_pool", None),
+            coalescer=Coalescer.from_config(client, gw),
         )
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -218,6 +222,8 @@ class Gateway:
     async def stop(self) -> None:
         if self._discovery is not None:
             self._discovery.cancel()
+        if self.runtime.coalescer is not None:
+            await self.runtime.coalescer.close()
         await self.runtime.client.close()
         if self.parse_pool is not None:
             await self.parse_pool.close()
@@ -374,12 +380,21 @@ def _parse(media: str, body: bytes, max_batch: int) -> list[str | bytes]:
             hint="send application/json, message/rfc822 or text/plain",
         )
     try:
-        data = json.loads(_utf8(body, "body"))
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        # orjson is stricter (lone surrogates, NaN, huge ints, depth): the standard parser
+        # decides, so answers and error messages are exactly those of json.loads.
+        data = _json_slow(body)
+    return _texts(data, max_batch)
+
+
+def _json_slow(body: bytes) -> Any:
+    try:
+        return json.loads(_utf8(body, "body"))
     except RecursionError:
         raise ValidationFailed("JSON nested too deeply", field="body") from None
     except ValueError as exc:
         raise ValidationFailed(f"body is not valid JSON: {exc}", field="body") from None
-    return _texts(data, max_batch)
 
 
 def _utf8(body: bytes, name: str) -> str:
@@ -502,7 +517,7 @@ def _routes(app: FastAPI) -> None:
         openapi_extra={"requestBody": _REQUEST_BODY},
         summary="Classify a text, a batch of texts, or a raw e-mail",
     )
-    async def classify(task: str, request: Request, response: Response) -> Any:
+    async def classify(task: str, request: Request) -> Any:
         gw = _gw(request)
         rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
         ctx = Context(request_id=request.state.request_id, headers=_triton_headers(request))
@@ -517,8 +532,6 @@ def _routes(app: FastAPI) -> None:
             ctx.client_id = ctx.request_id
             ctx.payload_sha256 = _payload_hash(task, media, body)
         results = await gw.service.classify(rt, task, raw, ctx)
-        if ctx.repeated:
-            response.headers["X-Idempotent-Replay"] = "true"
         desk: mail.Mail = request.app.state.mail
         desk.remember(task, raw, ctx.tenant, results)
         await corrections.add_explanations(request, desk, rt, task, raw, results, ctx)
@@ -528,7 +541,12 @@ def _routes(app: FastAPI) -> None:
         gw.metrics.classified(task, ctx.tenant, results)
         gw.metrics.observe_stages(ctx.timings_ms, task)
         request.state.task = task
-        return {"request_id": ctx.request_id, "task": task, "results": results}
+        # Serialized here, not validated into ClassifyResponse by FastAPI (~80 us an answer,
+        # benchmarks/response_validation.py); the contract test and the schemathesis run
+        # check every answer's shape against the schema.
+        out = {"request_id": ctx.request_id, "task": task, "results": results}
+        replay = {"X-Idempotent-Replay": "true"} if ctx.repeated else None
+        return Response(orjson.dumps(out), media_type="application/json", headers=replay)
 
     @app.get("/v1/models", summary="Tasks, models, versions, variants and thresholds")
     async def models(request: Request) -> dict[str, Any]:
@@ -637,51 +655,87 @@ def _handlers(app: FastAPI) -> None:
 
 
 def _middleware(app: FastAPI) -> None:
-    # Added first, so it runs inside ``context`` (which sets the request id).
-    @app.middleware("http")
-    async def admin_gate(request: Request, call_next: Any) -> Response:
-        gw: Gateway | None = getattr(request.app.state, "gateway", None)
-        path = request.url.path
-        if gw is not None and (path.startswith("/admin/") or path.startswith("/ui/")):
-            try:
-                if path.startswith("/admin/"):
-                    admin.check_before_body(request)
-                else:
-                    console.check_before_body(request)
-            except GatewayError as exc:
-                return _error_response(exc, request, gw)
-        response: Response = await call_next(request)
-        return response
+    # Plain ASGI middleware: Starlette's @app.middleware("http") runs every request through
+    # an anyio task group and memory streams per layer, a measurable share of a request.
+    # Added first, so it runs inside ``_Context`` (which sets the request id).
+    app.add_middleware(_AdminGate)
+    app.add_middleware(_Context)
 
-    @app.middleware("http")
-    async def context(request: Request, call_next: Any) -> Response:
-        rid = logs.request_id(request.headers.get("x-request-id"))
-        trace = logs.trace(request.headers.get("traceparent"))
-        request.state.request_id, request.state.trace = rid, trace
+
+class _AdminGate:
+    """Admin and console requests are checked (peer, token shape, size) before any body is
+    read."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path.startswith("/admin/") or path.startswith("/ui/"):
+            gw: Gateway | None = getattr(scope["app"].state, "gateway", None)
+            if gw is not None:
+                request = Request(scope)
+                check = admin.check_before_body if path.startswith("/admin/") else None
+                try:
+                    (check or console.check_before_body)(request)
+                except GatewayError as exc:
+                    await _error_response(exc, request, gw)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+class _Context:
+    """Request id and trace context, in-flight gauge, and the classify log line."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        rid = logs.request_id(headers.get("x-request-id"))
+        trace = logs.trace(headers.get("traceparent"))
+        state = scope.setdefault("state", {})
+        state["request_id"], state["trace"] = rid, trace
         token = logs.request_id_var.set(rid)
-        gw: Gateway | None = getattr(request.app.state, "gateway", None)
+        gw: Gateway | None = getattr(scope["app"].state, "gateway", None)
         start = time.perf_counter()
+        status = 500
+        ours = [(b"x-request-id", rid.encode("latin-1")),
+                (b"traceparent", trace.traceparent.encode("latin-1"))]  # fmt: skip
+        secure = console.security_headers(scope["path"])
+
+        async def send_with_ids(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                kept = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in _IDS]
+                present = {k.lower() for k, _ in kept}  # a route's own value wins
+                extra = [(k, v) for k, v in secure if k not in present]
+                message = {**message, "headers": [*kept, *ours, *extra]}
+            await send(message)
+
         if gw is not None:
             gw.metrics.in_flight.inc()
         try:
-            response: Response = await call_next(request)
+            await self.app(scope, receive, send_with_ids)
         finally:
             if gw is not None:
                 gw.metrics.in_flight.dec()
             logs.request_id_var.reset(token)
-        response.headers["X-Request-ID"] = rid
-        response.headers["traceparent"] = trace.traceparent
-        console.secure(request.url.path, response)
-        if gw is not None and request.url.path.startswith("/v1/classify"):
-            _account(gw, request, response, rid, start)
-        return response
+        if gw is not None and scope["path"].startswith("/v1/classify"):
+            _account(gw, Request(scope), status, rid, start)
 
 
-def _account(gw: Gateway, request: Request, response: Response, rid: str, start: float) -> None:
+_IDS = (b"x-request-id", b"traceparent")
+
+
+def _account(gw: Gateway, request: Request, code: int, rid: str, start: float) -> None:
     task = request.path_params.get("task") or request.url.path.rsplit("/", 1)[-1]
     # Labels only for tasks that exist: 60 random task names were 60 new series each.
     task = task if task in gw.runtime.router.public() else "unknown"
-    code = response.status_code
     if code != 200:
         tenant = getattr(request.state, "tenant", None)
         gw.metrics.failed(task, gw.runtime.router.routes, tenant, code)

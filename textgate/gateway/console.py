@@ -393,8 +393,10 @@ def check_before_body(request: Request) -> None:
         )
 
 
-def secure(path: str, response: Response) -> None:
-    """The console's and /docs' security headers (called by the app's middleware)."""
+def security_headers(path: str) -> list[tuple[bytes, bytes]]:
+    """The console's and /docs' security headers (the app's middleware adds them)."""
     if path.startswith("/ui") or path == "/docs":
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
+        return [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()
+        ]
+    return []

@@ -22,7 +22,7 @@ import json
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SCHEMA_ID = "textgate.event/2"
@@ -187,7 +187,8 @@ class Event:
         return cls(text_sha256=text_hash(text), text=text if store_text else None, **fields)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Flat fields: a shallow copy equals asdict(), whose deep copy cost ~0.1 ms an event.
+        data = {name: getattr(self, name) for name in _EVENT_FIELDS}
         data["timings_ms"] = dict(self.timings_ms)
         return data
 
@@ -197,6 +198,9 @@ class Event:
     @classmethod
     def from_json(cls, raw: str | bytes) -> Event:
         return cls(**json.loads(raw))
+
+
+_EVENT_FIELDS = tuple(f.name for f in fields(Event))
 
 
 @dataclass(frozen=True, kw_only=True)

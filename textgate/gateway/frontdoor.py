@@ -154,6 +154,7 @@ def uvicorn_config(app: Any, gw: GatewayConfig, *, host: str, port: int) -> uvic
         port=port,
         log_config=None,
         lifespan="on",
+        loop="uvloop",  # pinned in the serve extra: a faster loop for every request
         http=protocol_for(gw),
         timeout_keep_alive=max(1, round(gw.idle_timeout_s)),  # uvicorn takes whole seconds
         limit_concurrency=gw.max_connections,

@@ -21,6 +21,11 @@ False, while both rows' window overlaps (unpublished rows plus ``retain_publishe
 published ones). Keys are the server's ``event_id`` (release events: ``release/...``); the
 ``request_id`` column keeps its name from schema 1 and holds that key.
 
+Requests answered together commit together: ``put_batch`` calls made in one turn of the
+event loop (the requests of one coalesced Triton call resume in the same turn) go to the
+writer as one op, so their events share one transaction and one fsync however the writer
+thread is scheduled; each caller still gets its own result or error.
+
 Idempotent requests (``put_batch`` with a ``RequestRecord``): the ``requests`` table maps
 (tenant, client request id) to the payload's hash and the answer given. A repeat with the
 same hash writes nothing and gets the stored answer; with another hash it is a new request
@@ -101,6 +106,7 @@ class OutboxStats:
     repeats: int = 0  # requests answered from their record, nothing written
     rejected: int = 0
     published: int = 0
+    commits: int = 0  # transactions committed (each one fsync with synchronous=full)
 
 
 class _Op:
@@ -145,6 +151,8 @@ class Outbox:
         self._depth = 0
         self._oldest: float | None = None
         self._claimed: set[int] = set()
+        # put_batch calls of this event-loop turn, flushed as one writer op (group commit)
+        self._pending: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._closed = False
         opened: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -196,7 +204,7 @@ class Outbox:
         deadline = time.monotonic() + (self.block_timeout_s if self.overflow == "block" else 0)
         while True:
             try:
-                return await self._submit(lambda conn: self._put_batch(conn, payloads, record))
+                return await self._grouped(lambda conn: self._put_batch(conn, payloads, record))
             except OutboxFull:
                 if time.monotonic() >= deadline:
                     raise
@@ -248,6 +256,35 @@ class Outbox:
 
     async def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await asyncio.wrap_future(self._enqueue(fn))
+
+    async def _grouped(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``_submit``, joined with the other calls of this loop turn into one op."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._pending.append((fn, future))
+        if len(self._pending) == 1:
+            loop.call_soon(self._flush_pending)
+        return await future
+
+    def _flush_pending(self) -> None:
+        group, self._pending = self._pending, []
+        fns = [fn for fn, _ in group]
+
+        def run_all(conn: sqlite3.Connection) -> list[tuple[Any, BaseException | None]]:
+            out: list[tuple[Any, BaseException | None]] = []
+            for fn in fns:
+                try:
+                    out.append((fn(conn), None))
+                except OutboxFull as exc:  # this caller only; the others commit
+                    out.append((None, exc))
+            return out
+
+        try:
+            done = asyncio.wrap_future(self._enqueue(run_all))
+        except OutboxError as exc:
+            _settle(group, None, exc)
+            return
+        done.add_done_callback(lambda f: _settle(group, f, None))
 
     def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         result: T = self._enqueue(fn).result()
@@ -314,6 +351,7 @@ class Outbox:
                 except OutboxFull as exc:  # refuses this op only; the others commit
                     results.append((op, None, exc))
             conn.execute("COMMIT")
+            self.stats.commits += 1
         except Exception as exc:  # sqlite3.Error, or OverflowError binding a value
             if conn.in_transaction:
                 conn.rollback()
@@ -556,6 +594,24 @@ class Outbox:
             " ORDER BY id DESC LIMIT 1 OFFSET ?)",
             (self.retain_published,),
         )
+
+
+def _settle(
+    group: Sequence[tuple[Any, asyncio.Future[Any]]],
+    done: asyncio.Future[Any] | None,
+    error: BaseException | None,
+) -> None:
+    """Hand each grouped caller its own result (or the group's failure)."""
+    if error is None and done is not None:
+        error = asyncio.CancelledError() if done.cancelled() else done.exception()
+    results = done.result() if error is None and done is not None else [(None, None)] * len(group)
+    for (_fn, future), (value, err) in zip(group, results, strict=True):
+        if future.done():  # its caller gave up; the write may still have committed
+            continue
+        if error is not None or err is not None:
+            future.set_exception(error or err)  # type: ignore[arg-type]
+        else:
+            future.set_result(value)
 
 
 def read_rows(path: Path | str, *, after_id: int = 0, last: int | None = None) -> list[OutboxRow]:

@@ -20,6 +20,7 @@ from textgate.config import Config
 from textgate.errors import TritonTimeout
 from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
+from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.metrics import Metrics
 from textgate.gateway.outbox import RequestRecord
@@ -39,6 +40,7 @@ class Runtime:
     preparer: Preparer
     replay: ReplayStore | None = None
     parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
+    coalescer: Coalescer | None = None  # None: one Triton call per request (coalesce: false)
 
 
 @dataclass
@@ -254,12 +256,22 @@ class Service:
             remaining = ctx.deadline - time.monotonic()
             if remaining <= 0:
                 raise TritonTimeout(f"no answer from Triton for '{model}' within the deadline")
+            part = texts[start : start + size]
+            coalescer = getattr(rt, "coalescer", None)
+            if coalescer is not None:  # shares a Triton call with concurrent requests
+                parts.append(
+                    await coalescer.infer(
+                        model,
+                        part,
+                        max_batch_size=size,
+                        deadline=ctx.deadline,
+                        request_id=ctx.request_id,
+                        headers=ctx.headers,
+                    )
+                )
+                continue
             pred = await rt.client.infer(
-                model,
-                texts[start : start + size],
-                request_id=ctx.request_id,
-                headers=ctx.headers,
-                timeout_s=remaining,
+                model, part, request_id=ctx.request_id, headers=ctx.headers, timeout_s=remaining
             )
             parts.append(pred.probabilities)
         return np.concatenate(parts) if parts else np.zeros((0, len(route.labels)), np.float32)

@@ -102,7 +102,7 @@ class RepositorySpec:
 
     @property
     def fused(self) -> bool:
-        return self.settings.shape_strategy == "fused"
+        return self.settings.strategy == "fused"
 
     def model_names(self) -> list[str]:
         names = []
@@ -116,7 +116,7 @@ class RepositorySpec:
 
 def effective_buckets(settings: RepositoryConfig, max_length: int) -> tuple[int, ...]:
     """Configured lengths clipped to max_length; max_length always closes the list."""
-    if settings.shape_strategy == "fixed":
+    if settings.strategy == "fixed":
         return (max_length,)
     return tuple(sorted({b for b in settings.bucket_lengths if b < max_length} | {max_length}))
 

@@ -54,3 +54,64 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         workload.make("file", 10)
     with pytest.raises(ConfigError, match="n"):
         workload.make("mix", 0, pool=POOL)
+
+
+def _fake_corpus(n: int) -> list[object]:
+    from textgate.mail import MailItem
+
+    raws = [
+        f"From: a{i}@example.com\r\nSubject: offer {i}\r\n\r\nbody of message {i}\r\n".encode()
+        for i in range(n)
+    ]
+    return [MailItem(f"m{i}.eml", raw, "ham", "g") for i, raw in enumerate(raws)]
+
+
+def test_mail_is_a_seeded_sample_of_raw_messages_with_their_extracted_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textgate import mail
+    from textgate.normalize import NormalizeSettings, normalize_email
+
+    monkeypatch.setattr(mail, "iter_email_corpus", lambda: iter(_fake_corpus(300)))
+    a = workload.make("mail", 40, seed=5)
+    assert a.messages == workload.make("mail", 40, seed=5).messages  # same seed, same subset
+    assert a.messages != workload.make("mail", 40, seed=6).messages
+    assert len(a.messages) == len(a.texts) == 40 == len(set(a.messages))
+    for raw, text in zip(a.messages, a.texts, strict=True):
+        assert text == normalize_email(raw, NormalizeSettings()).text  # what peers get
+    assert a.raw_by_text()[a.texts[0]] == a.messages[0]
+    assert a.describe()["bytes_median"] > 0
+
+
+@pytest.mark.slow
+def test_mail_draws_from_the_real_e_mail_corpus() -> None:
+    work = workload.make("mail", 25, seed=0)
+    assert len(work.messages) == 25 and all(b"\n" in raw for raw in work.messages)
+    assert all(len(raw) <= workload.MAIL_MAX_BYTES for raw in work.messages)
+
+
+def test_the_gateway_gets_the_raw_message_as_rfc822() -> None:
+    import asyncio
+
+    import httpx
+
+    from textgate.bench import target
+
+    seen: list[tuple[str, bytes]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.headers["content-type"], request.content))
+        return httpx.Response(200, json={})
+
+    tgt = target.make(
+        "gateway", "http://gw", model="spam", messages={"hi": b"Subject: hi\r\n\r\nx"}
+    )
+    assert isinstance(tgt, target.HttpMailTarget)
+
+    async def go() -> None:
+        tgt._client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[attr-defined]
+        await tgt.classify("hi")
+        await tgt.close()
+
+    asyncio.run(go())
+    assert seen == [("message/rfc822", b"Subject: hi\r\n\r\nx")]

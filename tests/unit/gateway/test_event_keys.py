@@ -136,3 +136,45 @@ def test_a_version_1_outbox_is_migrated(tmp_path: Path) -> None:
 
     assert asyncio.run(go()) is None
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_requests_answered_together_commit_in_one_transaction(tmp_path: Path) -> None:
+    # Group commit (issue 12 §3): put_batch calls of one event-loop turn (the requests of
+    # one coalesced Triton call) are one transaction and one fsync; each caller gets its
+    # own answer, and a repeat inside the group still gets the stored one.
+    async def go() -> tuple[list[Any], int]:
+        with Outbox(tmp_path / "o.db", publishing=False) as ob:
+            await ob.put_batch([event("c0")], record("c0", "h0"))
+            before = ob.stats.commits
+            got = await asyncio.gather(
+                *(
+                    ob.put_batch([event(f"c{i}"), event(f"c{i}")], record(f"c{i}", f"h{i}"))
+                    for i in range(6)
+                )
+            )
+            return got, ob.stats.commits - before
+
+    got, commits = asyncio.run(go())
+    assert commits == 1
+    assert got[0] == json.dumps([{"answer": "h0"}]) and got[1:] == [None] * 5
+    rows = [json.loads(r.payload)["request_id"] for r in read_rows(tmp_path / "o.db")]
+    assert sorted(rows) == ["c0", *sorted(f"c{i}" for i in range(1, 6) for _ in range(2))]
+
+
+def test_a_full_outbox_refuses_only_the_request_that_does_not_fit(tmp_path: Path) -> None:
+    async def go() -> list[Any]:
+        with Outbox(tmp_path / "o.db", max_depth=3) as ob:
+            return await asyncio.gather(
+                ob.put_batch([event("a"), event("a")]),
+                ob.put_batch([event("b"), event("b")]),  # 4 > 3: refused
+                ob.put_batch([event("c")]),
+                return_exceptions=True,
+            )
+
+    a, b, c = asyncio.run(go())
+    assert a is None and c is None and isinstance(b, OutboxFull)
+    assert [json.loads(r.payload)["request_id"] for r in read_rows(tmp_path / "o.db")] == [
+        "a",
+        "a",
+        "c",
+    ]

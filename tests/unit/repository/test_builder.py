@@ -20,7 +20,7 @@ def _tree(root: Path) -> set[str]:
 
 
 def test_embedded_layout(fake_bundle: Callable[..., Path], tmp_path: Path) -> None:
-    result = build([fake_bundle()], tmp_path / "repo", _s())
+    result = build([fake_bundle()], tmp_path / "repo", _s(shape_strategy="bucket"))
     files = _tree(result.repository)
     assert {
         "spam/config.pbtxt",
@@ -93,7 +93,12 @@ def test_suffix_names_every_model_of_a_version(
     fake_bundle: Callable[..., Path], tmp_path: Path
 ) -> None:
     # Release versions live side by side as spam_v2, spam_v2_tokenize, ... (docs/lifecycle.md)
-    result = build([fake_bundle()], tmp_path / "repo", _s(rescore_variant="fp32"), suffix="_v2")
+    result = build(
+        [fake_bundle()],
+        tmp_path / "repo",
+        _s(rescore_variant="fp32", shape_strategy="bucket"),
+        suffix="_v2",
+    )
     names = {p.parent.name for p in result.repository.glob("*/config.pbtxt")}
     assert names == {
         "spam_v2",

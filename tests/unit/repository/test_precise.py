@@ -16,7 +16,7 @@ from textgate.repository.render import parse, render, to_text
 def test_off_by_default_and_with_one_variant(fake_bundle: Callable[..., Path]) -> None:
     b = fake_bundle()
     assert describe([b], RepositoryConfig()).tasks[0].precise_variant is None
-    same = RepositoryConfig(variant="fp32", rescore_variant="fp32")
+    same = RepositoryConfig(variant="fp32", rescore_variant="fp32", shape_strategy="bucket")
     assert describe([b], same).model_names() == [
         "spam_tokenize",
         "spam_model",
@@ -26,7 +26,9 @@ def test_off_by_default_and_with_one_variant(fake_bundle: Callable[..., Path]) -
 
 
 def test_fp32_ensemble_served_beside_int8(fake_bundle: Callable[..., Path], tmp_path: Path) -> None:
-    spec = describe([fake_bundle()], RepositoryConfig(rescore_variant="fp32"))
+    spec = describe(
+        [fake_bundle()], RepositoryConfig(rescore_variant="fp32", shape_strategy="bucket")
+    )
     assert spec.model_names()[-2:] == ["spam_model_fp32", "spam_fp32"]
     configs = render(spec)
     ensemble = configs["spam_fp32"]

@@ -41,7 +41,7 @@ def test_embedded_and_container_differ_only_in_the_model_step(
     fake_bundle: Callable[..., Path],
 ) -> None:
     b = fake_bundle()
-    emb = render(describe([b], _settings()))
+    emb = render(describe([b], _settings(shape_strategy="bucket")))
     gpu = _settings(
         target="triton-container",
         instance_group={"kind": "gpu", "gpus": [0]},
@@ -60,7 +60,9 @@ def test_embedded_and_container_differ_only_in_the_model_step(
 
 
 def test_ensemble_wiring_and_io(fake_bundle: Callable[..., Path]) -> None:
-    configs = render(describe([fake_bundle()], _settings(max_batch_size=32)))
+    configs = render(
+        describe([fake_bundle()], _settings(max_batch_size=32, shape_strategy="bucket"))
+    )
     ens = configs["spam"]
     assert ens.platform == "ensemble" and ens.max_batch_size == 32
     assert [s.model_name for s in ens.ensemble_scheduling.step] == [

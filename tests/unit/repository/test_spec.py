@@ -52,7 +52,20 @@ def test_corrupted_bundle_is_refused_naming_the_file(fake_bundle: Callable[..., 
 
 
 def test_model_names_in_load_order(fake_bundle: Callable[..., Path]) -> None:
-    spec = describe([fake_bundle()], _s())
+    spec = describe([fake_bundle()], _s(shape_strategy="bucket"))
     assert spec.model_names() == ["spam_tokenize", "spam_model", "spam_postprocess", "spam"]
     fused = describe([fake_bundle("other")], _s(shape_strategy="fused"))
     assert fused.model_names() == ["other_model", "other_postprocess", "other"]
+
+
+def test_auto_strategy_is_fused_on_embedded_and_bucket_on_the_container(
+    fake_bundle: Callable[..., Path],
+) -> None:
+    # The embedded default is one Python step (no ensemble hops); native ORT in the
+    # container needs the three-step ensemble, so its default stays bucket.
+    embedded = describe([fake_bundle()], _s())
+    assert embedded.settings.shape_strategy == "auto" and embedded.fused
+    assert embedded.model_names() == ["spam_model", "spam_postprocess", "spam"]
+    container = describe([fake_bundle("other")], _s(target="triton-container"))
+    assert not container.fused
+    assert container.model_names()[0] == "other_tokenize"
