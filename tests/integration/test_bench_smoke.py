@@ -14,7 +14,8 @@ from textgate import cli
 from textgate.triton import TritonServer
 
 pytest.importorskip("tritonclient.grpc.aio")
-pytestmark = [pytest.mark.triton, pytest.mark.timeout(120)]
+# Generous: a ramp on a loaded 2-core box took 120 s once (49 s when it is quieter).
+pytestmark = [pytest.mark.triton, pytest.mark.timeout(400)]
 
 
 def test_bench_ramp_over_grpc_reports_stats_and_plot(

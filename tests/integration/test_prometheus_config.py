@@ -36,11 +36,12 @@ def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> No
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded 2-core box starts it slowly
         rules: list[dict[str, object]] = []
         while time.monotonic() < deadline:  # until every rule was evaluated once
             assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
-            with contextlib.suppress(httpx.HTTPError, KeyError):
+            # ValueError: "Service Unavailable" (not JSON) while Prometheus is starting
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
                 groups = httpx.get(f"{url}/api/v1/rules", timeout=2).json()["data"]["groups"]
                 rules = [r for g in groups for r in g["rules"]]
                 if rules and all(r.get("health") != "unknown" for r in rules):
@@ -51,8 +52,9 @@ def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> No
         assert bad == []
         jobs: set[str] = set()
         while time.monotonic() < deadline + 10 and len(jobs) < 2:  # discovery syncs apart
-            targets = httpx.get(f"{url}/api/v1/targets", timeout=5).json()["data"]
-            jobs = {t["labels"]["job"] for t in targets["activeTargets"]}
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+                targets = httpx.get(f"{url}/api/v1/targets", timeout=5).json()["data"]
+                jobs = {t["labels"]["job"] for t in targets["activeTargets"]}
             time.sleep(0.5)
         assert jobs == {"gateway", "triton"}
     finally:
