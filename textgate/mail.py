@@ -16,6 +16,9 @@ never in the gateway: the honeypot's placeholder recipient and the TREC mailbox 
 become one neutral recipient, and years are re-drawn so that the era gap between ham
 (1999-2007) and phish (2022-2026) teaches nothing. Headers never reach the model's text, so the
 header-only leaks (X-Spam-*, X-Virus-*, Enron's X-From) cannot be learnt from it.
+
+Past 400 lines on purpose, for now: containers, the corpus and the scrubber are one flow of
+``MailItem``s; the split planned with the restructure issue is containers vs the corpus.
 """
 
 from __future__ import annotations
