@@ -24,7 +24,6 @@ connections beyond the cap are answered tempfail.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 
 from textgate.errors import TextgateError
 from textgate.gateway import headers, logs
+from textgate.gateway.listener import Listener
 from textgate.gateway.spamd import Scanner
 from textgate.gateway.status import status_of
 
@@ -100,7 +100,7 @@ def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
     return [packet(b"t")]  # tempfail: the MTA answers 4xx and the sender retries
 
 
-class Server:
+class Server(Listener):
     def __init__(
         self,
         scanner: Scanner,
@@ -118,25 +118,9 @@ class Server:
         self.timeout_s = timeout_s
         self.count = count
         self.active = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        super().__init__()
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._accept, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         busy = self.active >= self.max_connections
         self.active += 1
         try:
@@ -147,10 +131,6 @@ class Server:
             logs.logger.exception("milter: unexpected error", exc_info=exc)
         finally:
             self.active -= 1
-            with contextlib.suppress(Exception):
-                writer.close()
-            if task is not None:
-                self._tasks.discard(task)
 
 
 class Session:

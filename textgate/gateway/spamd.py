@@ -26,6 +26,7 @@ from typing import Protocol
 
 from textgate.errors import TextgateError
 from textgate.gateway import headers, logs
+from textgate.gateway.listener import Listener
 from textgate.gateway.status import status_of
 
 VERSION = "SPAMD/1.5"
@@ -100,8 +101,10 @@ def with_body(code: int, hdrs: dict[str, str], body: bytes) -> bytes:
     return answer(code, None, {**hdrs, "Content-length": str(len(body))}) + body
 
 
-class Server:
+class Server(Listener):
     """One listener; ``start`` binds, ``stop`` closes it and waits for its connections."""
+
+    stream_limit = MAX_LINE
 
     def __init__(
         self,
@@ -118,40 +121,18 @@ class Server:
         self.timeout_s = timeout_s
         self.count = count  # metrics: (command, code name)
         self.active = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        super().__init__()
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._accept, host, port, limit=MAX_LINE)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.active >= self.max_connections:
+            self.count("busy", NAMES[EX_TEMPFAIL])
+            await _send(writer, answer(EX_TEMPFAIL, "server busy, try again later"))
+            return
+        self.active += 1
         try:
-            if self.active >= self.max_connections:
-                self.count("busy", NAMES[EX_TEMPFAIL])
-                await _send(writer, answer(EX_TEMPFAIL, "server busy, try again later"))
-                return
-            self.active += 1
-            try:
-                await self._serve(reader, writer)
-            finally:
-                self.active -= 1
+            await self._serve(reader, writer)
         finally:
-            with contextlib.suppress(Exception):
-                writer.close()
-            if task is not None:
-                self._tasks.discard(task)
+            self.active -= 1
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         method = "?"
