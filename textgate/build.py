@@ -22,7 +22,7 @@ from textgate import bundle, data
 from textgate.errors import BundleError
 
 # The source files whose change alters each stage's output.
-TRAIN_CODE = ("data.py", "sources.py", "train.py", "metrics.py")
+TRAIN_CODE = ("data", "sources.py", "train", "metrics.py")
 EXPORT_CODE = ("bundle.py", "metrics.py", "export")
 
 

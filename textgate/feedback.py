@@ -1,7 +1,7 @@
 """Operator corrections: a durable SQLite store, and the recent verdicts they can refer to.
 
     spamc -L spam|ham ──┐                         ┌─> textgate train --feedback STORE
-    POST /v1/feedback ──┴─> FeedbackStore.add ──> │   (train.py: dedup, weight, cap/tenant)
+    POST /v1/feedback ──┴─> FeedbackStore.add ──> │   (train/: dedup, weight, cap/tenant)
       {request_id | message, label}               └─> a review console (list / get / count)
 
 A correction by ``request_id`` is looked up in ``Recent``, an in-memory LRU of the last
@@ -12,7 +12,7 @@ evicted, or from before a restart) is a 404 that says to send the message instea
 The store is WAL with ``synchronous=FULL`` like the outbox: a correction that was answered
 survives a power loss. Writes run in a worker thread so the event loop never waits on disk.
 Each tenant may add at most ``max_per_tenant_per_hour`` corrections (429 beyond), so one
-user cannot flood the next training set; train.py caps each tenant's share again.
+user cannot flood the next training set; training caps each tenant's share again.
 
 The API for a console: ``add``, ``remove``, ``get``, ``find`` (newest first, filters,
 keyset paging by id), ``count``, each returning ``Correction`` rows or plain numbers.

@@ -402,7 +402,8 @@ def corpus_rows(
     folder = email_corpus_dir()
     for name in EMAIL_ARCHIVES:
         _checked(folder / name)
-    code = b"".join(Path(f).read_bytes() for f in (normalize_module.__file__, __file__))
+    normalizer = sorted(Path(normalize_module.__file__).parent.glob("*.py"))
+    code = b"".join(f.read_bytes() for f in (*normalizer, Path(__file__)))
     key = hashlib.sha256(
         json.dumps([EMAIL_ARCHIVES, fingerprint(settings), sorted(exclude_sources)]).encode() + code
     ).hexdigest()[:24]

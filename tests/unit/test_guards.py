@@ -47,7 +47,7 @@ def test_hostile_structure_never_reaches_the_parser(
     def refuse(*_: object, **__: object) -> None:
         raise AssertionError("the MIME parser ran on a message a guard should stop")
 
-    monkeypatch.setattr(normalize, "BytesParser", refuse)
+    monkeypatch.setattr(normalize.mime, "BytesParser", refuse)
     raw = HOSTILE[name]
     assert check(raw), name
     result = normalize_email(raw, DEFAULT)

@@ -1,7 +1,7 @@
 """Every error branch of normalize, walked: each ``raise`` and each fallback handler in
-``textgate/normalize.py`` is reached by a case below, and each ends as a 4xx or a verdict.
+``textgate/normalize/`` is reached by a case below, and each ends as a 4xx or a verdict.
 
-The branch list is read from the module's syntax tree, so a new ``raise`` without a case
+The branch list is read from the package's syntax trees, so a new ``raise`` without a case
 here fails this test instead of becoming an untested 500.
 """
 
@@ -27,7 +27,7 @@ from textgate.normalize import (
     normalize_text,
 )
 
-SOURCE = Path(normalize.__file__)
+SOURCES = sorted(Path(normalize.__file__).parent.glob("*.py"))
 DEFAULT = NormalizeSettings()
 SMALL = NormalizeSettings(max_parts=3, max_chars=50)
 # Limits high enough that only the stdlib parser's own recursion stops a deep message.
@@ -94,16 +94,18 @@ CASES: list[tuple[str, Callable[[], Any], int | str]] = [
 ]
 
 
-def _branches() -> dict[int, str]:
-    """Line -> description of every ``raise`` and ``except`` body in normalize.py (the
-    settings validation, ConfigError, is a config path, not input)."""
-    tree = ast.parse(SOURCE.read_text(encoding="utf-8"))
-    out: dict[int, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and "ConfigError" not in ast.unparse(node):
-            out[node.lineno] = ast.unparse(node)[:60]
-        elif isinstance(node, ast.ExceptHandler) and _answers(node):
-            out[node.body[0].lineno] = f"except {ast.unparse(node.type) if node.type else ''}"
+def _branches() -> dict[tuple[str, int], str]:
+    """(file, line) -> description of every ``raise`` and ``except`` body in the normalize
+    package (the settings validation, ConfigError, is a config path, not input)."""
+    out: dict[tuple[str, int], str] = {}
+    for source in SOURCES:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and "ConfigError" not in ast.unparse(node):
+                out[(source.name, node.lineno)] = ast.unparse(node)[:60]
+            elif isinstance(node, ast.ExceptHandler) and _answers(node):
+                what = f"except {ast.unparse(node.type) if node.type else ''}"
+                out[(source.name, node.body[0].lineno)] = what
     return out
 
 
@@ -114,15 +116,16 @@ def _answers(handler: ast.ExceptHandler) -> bool:
     return "raise" in body or "best_effort(" in body
 
 
-def _run_traced(call: Callable[[], Any]) -> tuple[Any, set[int]]:
-    lines: set[int] = set()
-    target = str(SOURCE)
+def _run_traced(call: Callable[[], Any]) -> tuple[Any, set[tuple[str, int]]]:
+    lines: set[tuple[str, int]] = set()
+    targets = {str(source): source.name for source in SOURCES}
 
     def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename != target:
+        name = targets.get(frame.f_code.co_filename)
+        if name is None:
             return None
         if event == "line":
-            lines.add(frame.f_lineno)
+            lines.add((name, frame.f_lineno))
         return tracer
 
     sys.settrace(tracer)
@@ -137,7 +140,7 @@ def _run_traced(call: Callable[[], Any]) -> tuple[Any, set[int]]:
 
 
 def test_every_error_branch_of_normalize_is_walked_and_answers_4xx_or_a_verdict() -> None:
-    seen: set[int] = set()
+    seen: set[tuple[str, int]] = set()
     for name, call, expected in CASES:
         result, lines = _run_traced(call)
         seen |= lines
@@ -149,7 +152,7 @@ def test_every_error_branch_of_normalize_is_walked_and_answers_4xx_or_a_verdict(
             assert status_of(result) == expected, (name, status_of(result))
             assert result.reason and result.message, name
     missing = {line: what for line, what in _branches().items() if line not in seen}
-    assert not missing, f"branches of normalize.py no case reaches: {missing}"
+    assert not missing, f"branches of textgate/normalize/ no case reaches: {missing}"
 
 
 @pytest.mark.parametrize(("name", "call", "expected"), CASES, ids=[c[0] for c in CASES])

@@ -1,0 +1,111 @@
+"""Best effort: a message whose MIME structure is not trusted, read from its raw bytes."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from textgate.normalize.charsets import decode_bytes
+from textgate.normalize.markup import html_to_text
+from textgate.normalize.sender import sender_of
+from textgate.normalize.settings import CharsetFallback, CountFn, Normalized, NormalizeSettings
+from textgate.normalize.text import finish, too_large
+
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_SUBJECT = re.compile(rb"^subject[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
+_FROM = re.compile(rb"^from[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
+_HEADER_START = re.compile(rb"[!-9;-~]{1,200}[ \t]*:")
+# A delimiter line and the header fields of the part it opens: structure, not text.
+_PART_HEAD = re.compile(rb"^--[^\n]*\n(?:[!-9;-~]{1,200}[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*)*", re.M)
+_DELIMITER = re.compile(rb"^--[^\n]*$", re.M)
+# MIME fields of nested parts and forwarded messages: structure wherever they stand.
+_MIME_FIELD = re.compile(
+    rb"^(?:content-[a-z-]{1,40}|mime-version)[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*", re.I | re.M
+)
+_BASE64_LINE = re.compile(rb"^[A-Za-z0-9+/]{40,}={0,2}\r?$\n?", re.M)
+_QP_SOFT = re.compile(rb"=\r?\n")
+_QP_BYTE = re.compile(rb"=([0-9A-Fa-f]{2})")
+_ENCODED_WORD = re.compile(r"=\?([^?\s]{1,40})\?([bBqQ])\?([^?\s]{0,2000})\?=")
+_LOOKS_HTML = re.compile(rb"<(?:[a-zA-Z][a-zA-Z0-9]{0,10}[\s/>]|!--)")
+_MAX_SUBJECT = 2048
+
+
+def best_effort(
+    raw: bytes,
+    settings: NormalizeSettings,
+    count: CountFn | None = None,
+    *,
+    defects: tuple[str, ...] = (),
+) -> Normalized:
+    """Read a message whose structure is not trusted: Subject + body bytes as text.
+
+    Linear regex passes over the raw bytes, no MIME parser: delimiter lines and part
+    headers out, base64 lines out (attachments), quoted-printable undone where the message
+    declares it, bytes through the charset fallback chain, HTML tags stripped. The text is
+    cut at ``max_chars`` (noted) rather than refused: this path exists to give a verdict.
+    """
+    raw = bytes(raw)
+    if len(raw) > settings.max_body_bytes:
+        raise too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
+    head, body = _head_and_body(raw)
+    subject = _raw_header(_SUBJECT, head)
+    sender = _raw_header(_FROM, head)
+    body = _PART_HEAD.sub(b"", body)
+    body = _BASE64_LINE.sub(b"", _MIME_FIELD.sub(b"", _DELIMITER.sub(b"", body)))
+    if b"quoted-printable" in raw.lower():
+        body = _QP_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), _QP_SOFT.sub(b"", body))
+    text, used, replaced = decode_bytes(body, None)
+    fallbacks = (
+        [] if used == "utf-8" and not replaced else [CharsetFallback("body", None, used, replaced)]
+    )
+    domains: list[str] = []
+    html = bool(_LOOKS_HTML.search(body))
+    if html:
+        text, domains = html_to_text(text)
+        if settings.keep_link_domains and domains:
+            text = f"{text} {' '.join(dict.fromkeys(domains))}"
+    subject_text = _decode_words(decode_bytes(subject[:_MAX_SUBJECT], None)[0])
+    # Whitespace is collapsed later anyway; collapse it first so only text counts.
+    joined = " ".join(f"{subject_text}\n{text}".split())
+    cut = len(joined) > settings.max_chars
+    notes = {
+        "charset_fallback": tuple(fallbacks),
+        "html_converted": html,
+        "link_domains": tuple(dict.fromkeys(domains)),
+        "defects": tuple(dict.fromkeys((*defects, *(("best_effort_cut",) if cut else ())))),
+        "best_effort": True,
+        "sender": sender_of(decode_bytes(sender, None)[0]) if sender else None,
+    }
+    return finish(joined[: settings.max_chars], settings, count, field="message", notes=notes)
+
+
+def _head_and_body(raw: bytes) -> tuple[bytes, bytes]:
+    end = _HEAD_END.search(raw)
+    if end is not None:
+        return raw[: end.start()], raw[end.end() :]
+    # No blank line: all header if it starts like one (a headers-only mail), else all body.
+    return (raw, b"") if _HEADER_START.match(raw) else (b"", raw)
+
+
+def _raw_header(pattern: re.Pattern[bytes], head: bytes) -> bytes:
+    match = pattern.search(head)
+    return b" ".join(match.group(1).split()) if match else b""
+
+
+def _decode_words(text: str) -> str:
+    """RFC 2047 encoded words (``=?utf-8?q?...?=``) in a raw header, by the same chain."""
+
+    def one(match: re.Match[str]) -> str:
+        charset, kind, data = match.group(1), match.group(2).lower(), match.group(3)
+        try:
+            if kind == "b":
+                payload = base64.b64decode(data + "=" * (-len(data) % 4), validate=False)
+            else:
+                payload = _QP_BYTE.sub(
+                    lambda m: bytes([int(m.group(1), 16)]), data.replace("_", " ").encode()
+                )
+        except (ValueError, UnicodeEncodeError):
+            return match.group(0)
+        return decode_bytes(payload, charset.split("*", 1)[0])[0]
+
+    return _ENCODED_WORD.sub(one, text)

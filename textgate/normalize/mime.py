@@ -1,0 +1,193 @@
+"""Raw e-mail: guards, the MIME walk (subject + text parts, attachments skipped), and the
+hand-over to ``best_effort`` when the structure cannot be trusted."""
+
+from __future__ import annotations
+
+from email import policy
+from email.message import Message
+from email.parser import BytesParser
+from typing import Any
+
+from textgate import guards
+from textgate.errors import (
+    EmptyText,
+    InputError,
+    InvalidInput,
+    MalformedMessage,
+    MessageTooComplex,
+    PayloadTooLarge,
+)
+from textgate.normalize.charsets import canonical, decode_bytes
+from textgate.normalize.fallback import best_effort
+from textgate.normalize.markup import html_to_text
+from textgate.normalize.sender import sender_address
+from textgate.normalize.settings import CharsetFallback, CountFn, Normalized, NormalizeSettings
+from textgate.normalize.text import finish, has_surrogates, too_large
+
+# Parts read as text; every other leaf part is an attachment: skipped and counted.
+TEXT_TYPES = frozenset({"text/plain", "text/html"})
+
+
+# Defects after which the part boundaries (and so the text) are guesses.
+_FATAL_DEFECTS = frozenset(
+    {
+        "NoBoundaryInMultipartDefect",
+        "StartBoundaryNotFoundDefect",
+        "MultipartInvariantViolationDefect",
+    }
+)
+
+
+def normalize_email(
+    raw: bytes, settings: NormalizeSettings, count: CountFn | None = None
+) -> Normalized:
+    """Normalize a raw RFC 822 message: subject + text parts, attachments skipped."""
+    if not isinstance(raw, bytes | bytearray):
+        raise InvalidInput("must be bytes", field="message", reason="wrong_type")
+    raw = bytes(raw)
+    if len(raw) > settings.max_body_bytes:
+        raise too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
+    if not raw.strip():
+        raise EmptyText("the message is empty", field="message", reason="empty")
+    tripped = guards.check(
+        raw, max_header_bytes=settings.max_header_bytes, max_parts=settings.max_parts
+    )
+    if tripped:
+        return best_effort(raw, settings, count, defects=tripped)
+    try:
+        message = BytesParser(policy=policy.default).parsebytes(raw)
+        extracted = _Extraction(settings)
+        text = extracted.run(message)
+        notes = {**extracted.notes(), "sender": sender_address(message)}
+    except InputError as exc:  # the walk's own limits: structure unreadable or too big
+        return best_effort(raw, settings, count, defects=(exc.reason,))
+    except RecursionError:
+        # The stdlib parser recurses per nested message/rfc822 and per nested comment.
+        return best_effort(raw, settings, count, defects=("too_deep",))
+    except Exception as exc:  # any stdlib parser/decoder failure on input
+        # (LookupError, UnicodeError, ValueError ... from RFC 2231 charsets like
+        # unicode-escape''): the input is strange, not the caller's fault to be refused.
+        return best_effort(raw, settings, count, defects=(f"parse_error:{type(exc).__name__}",))
+    return finish(text, settings, count, field="message", notes=notes)
+
+
+class _Extraction:
+    """One walk over a parsed message, iterative so depth never meets the stack limit."""
+
+    def __init__(self, settings: NormalizeSettings) -> None:
+        self.settings = settings
+        self.texts: list[str] = []
+        self.fallbacks: list[CharsetFallback] = []
+        self.domains: list[str] = []
+        self.defects: list[str] = []
+        self.parts = 0
+        self.attachments = 0
+        self.html = False
+
+    def run(self, message: Message) -> str:
+        # (part, depth, is a message: its Subject is text too — the top one, or forwarded)
+        stack: list[tuple[Message, int, bool]] = [(message, 0, True)]
+        while stack:
+            part, depth, is_message = stack.pop()
+            self.parts += 1
+            if self.parts > self.settings.max_parts:
+                raise MessageTooComplex(
+                    f"more than {self.settings.max_parts} MIME parts (max_parts)",
+                    field="message",
+                    reason="too_many_parts",
+                )
+            self._check(part)
+            if is_message and part.get("subject"):
+                self.texts.append(self._header_text(str(part["subject"])))
+            inner = part.get_content_type() == "message/rfc822"
+            for child in reversed(self._children(part, depth)):
+                stack.append((child, depth + 1, inner))
+            self._leaf(part)
+        return "\n".join(self.texts)
+
+    def notes(self) -> dict[str, Any]:
+        return {
+            "charset_fallback": tuple(self.fallbacks),
+            "html_converted": self.html,
+            "attachments_skipped": self.attachments,
+            "parts": self.parts,
+            "link_domains": tuple(dict.fromkeys(self.domains)),
+            "defects": tuple(dict.fromkeys(self.defects)),
+        }
+
+    def _check(self, part: Message) -> None:
+        size = 0
+        for name, value in part.raw_items():  # long structured headers: textgate.guards
+            size += len(name) + len(value)
+        if size > self.settings.max_header_bytes:
+            raise PayloadTooLarge(
+                f"a part's headers are {size:,} long, over {self.settings.max_header_bytes:,}"
+                " (max_header_bytes)",
+                reason="max_header_bytes_exceeded",
+                limit=self.settings.max_header_bytes,
+            )
+        names = [type(d).__name__ for d in part.defects]
+        fatal = [n for n in names if n in _FATAL_DEFECTS]
+        if fatal or (part.get_content_maintype() == "multipart" and not part.is_multipart()):
+            raise MalformedMessage(
+                f"MIME structure cannot be read ({', '.join(fatal) or 'multipart without parts'})",
+                field="message",
+                reason="malformed_mime",
+            )
+        self.defects.extend(names)
+
+    def _children(self, part: Message, depth: int) -> list[Message]:
+        if not part.is_multipart():
+            return []
+        if depth + 1 > self.settings.max_depth:
+            raise MessageTooComplex(
+                f"MIME nesting deeper than {self.settings.max_depth} (max_depth)",
+                field="message",
+                reason="too_deep",
+            )
+        children = [c for c in part.get_payload() if isinstance(c, Message)]
+        if part.get_content_type() != "multipart/alternative":
+            return children
+        # RFC 2046: alternatives come in increasing faithfulness; read the last we can.
+        readable = [c for c in children if c.get_content_type() in TEXT_TYPES or c.is_multipart()]
+        self.parts += len(children) - len(readable[-1:])
+        return readable[-1:]
+
+    def _leaf(self, part: Message) -> None:
+        if part.is_multipart():
+            return
+        attached = part.get_content_disposition() == "attachment"
+        if attached or part.get_content_type() not in TEXT_TYPES:
+            self.attachments += 1
+            return
+        self.texts.append(self._body_text(part))
+
+    def _header_text(self, value: str) -> str:
+        if not has_surrogates(value):
+            return value
+        # Raw 8-bit header bytes arrive as surrogate escapes: recover and decode them.
+        try:
+            data = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            data = value.encode("utf-8", "surrogatepass")
+        text, used, replaced = decode_bytes(data, None)
+        self.fallbacks.append(CharsetFallback("subject", None, used, replaced))
+        return text
+
+    def _body_text(self, part: Message) -> str:
+        payload = part.get_payload(decode=True)
+        data = payload if isinstance(payload, bytes) else b""
+        declared = part.get_content_charset()
+        text, used, replaced = decode_bytes(data, declared)
+        # No charset means US-ASCII (RFC 2045): note only bytes that are not ASCII.
+        expected = used == canonical(declared) or (declared is None and data.isascii())
+        if replaced or not expected:
+            where = f"part {self.parts}"
+            self.fallbacks.append(CharsetFallback(where, declared, used, replaced))
+        if part.get_content_type() == "text/html":
+            self.html = True
+            text, domains = html_to_text(text)
+            self.domains.extend(domains)
+            if self.settings.keep_link_domains:
+                text = f"{text} {' '.join(dict.fromkeys(domains))}" if domains else text
+        return text

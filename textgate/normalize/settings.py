@@ -1,0 +1,106 @@
+"""The normalizer's settings (limits, long-text strategy) and what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from textgate.errors import ConfigError
+
+# Counts units of text (characters by default; a tokenizer's token count works too).
+CountFn = Callable[[str], int]
+
+
+def _require(ok: bool, key: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(key, problem)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormalizeSettings:
+    """Limits and the long-text strategy. Sizes are in units of the count function
+    (characters unless a tokenizer's count is passed)."""
+
+    # spamc's default is 500 kB; beyond 1 MiB a mail is attachments, which are skipped anyway.
+    max_body_bytes: int = 1_048_576
+    max_header_bytes: int = 65_536  # per MIME part (name + value of every field)
+    max_parts: int = 100
+    max_depth: int = 10  # nested multiparts and message/rfc822
+    max_chars: int = 200_000  # normalized text; longer is refused, not cut
+    long_text: Literal["truncate", "chunk"] = "truncate"
+    # The default models see at most 128 tokens (≈ 500 characters): head + tail fit in that.
+    head_chars: int = 384
+    tail_chars: int = 128
+    chunk_chars: int = 512
+    chunk_overlap: int = 64
+    max_chunks: int = 16
+    keep_link_domains: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("max_body_bytes", "max_header_bytes", "max_parts", "max_depth", "max_chars"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        for key in ("head_chars", "chunk_chars", "max_chunks"):
+            _require(getattr(self, key) >= 1, key, "must be at least 1")
+        _require(self.tail_chars >= 0, "tail_chars", "must be 0 or more")
+        _require(
+            0 <= self.chunk_overlap < self.chunk_chars,
+            "chunk_overlap",
+            f"must be in 0..chunk_chars-1 ({self.chunk_chars - 1})",
+        )
+        _require(
+            self.long_text in ("truncate", "chunk"),
+            "long_text",
+            f"'{self.long_text}' is not 'truncate' or 'chunk'",
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NormalizeSettings:
+        known = set(cls.__dataclass_fields__)
+        for key in data:
+            _require(key in known, key, f"unknown key; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class CharsetFallback:
+    """A part (or the subject) whose declared charset did not decode it."""
+
+    part: str  # "subject" or "part 3" (the walk order)
+    declared: str | None
+    used: str
+    replaced: bool  # undecodable bytes became U+FFFD
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormalizeNotes:
+    """What normalization did, for the response and for replay."""
+
+    charset_fallback: tuple[CharsetFallback, ...] = ()
+    html_converted: bool = False
+    attachments_skipped: int = 0
+    parts: int = 0  # MIME entities walked, containers included; 0 for plain text
+    truncated: bool = False  # head+tail cut, or chunks beyond max_chunks dropped
+    chunks: int = 1  # pieces to score (the gateway max-pools their scores)
+    original_chars: int = 0  # normalized text before truncation or chunking
+    link_domains: tuple[str, ...] = ()
+    controls_removed: int = 0  # NUL and other control characters dropped
+    # tolerated MIME defects (stdlib class names) and, on the best-effort path, the guard
+    # or error codes that sent the message there
+    defects: tuple[str, ...] = ()
+    best_effort: bool = False  # the MIME structure was not trusted: text read raw
+    sender: str | None = None  # the message's From address (lower case); None for text
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: tuples become lists."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """``text``: subject + body, NFC, single spaces. ``pieces``: what to score — one
+    head+tail text, or the chunks whose scores are max-pooled."""
+
+    text: str
+    pieces: tuple[str, ...]
+    notes: NormalizeNotes

@@ -1,0 +1,220 @@
+"""Fine-tuning: a data table and a base encoder in, a textgate checkpoint out.
+
+The checkpoint layout is the contract in ``docs/formats.md``. Training is built for a
+small CPU: texts are tokenized once, batched by length with per-batch padding (padding to
+a fixed length costs 3-4x here), and the run can be given a time budget that stops
+between batches and keeps the best epoch seen. Everything random is seeded, so one seed,
+one thread count and one data set give the same checkpoint.
+
+Torch and transformers are imported inside functions: ``textgate`` itself must import
+without the ``train`` extra.
+
+One room per concern; this module is the entry (``train``, ``fit_predict``):
+
+    options     TaskDefaults, TASK_DEFAULTS, TrainOptions (the per-task knobs)
+    dataset     Part(s): the splits as texts and ids, balance_groups, the checks
+    base        the base encoder: packaged_base, resolve_base, load_tokenizer, load_model
+    loop        length_batches, class_weights, the epoch loop, Deadline, History
+    checkpoint  check_output and everything written into the checkpoint folder
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from textgate import metrics
+from textgate.errors import require
+from textgate.train.base import (
+    PACKAGED_BASE,
+    PACKAGED_BASE_MEMBER,
+    TOKENIZER_FILES,
+    check_vocab,
+    encode,
+    load_model,
+    load_tokenizer,
+    offline,
+    packaged_base,
+    resolve_base,
+    usable_length,
+)
+from textgate.train.checkpoint import (
+    check_output,
+    data_sources,
+    library_versions,
+    normalization_record,
+    replace_dir,
+    save_model,
+    write_data,
+    write_json,
+    write_reports,
+)
+from textgate.train.dataset import Part, Parts, balance_groups, check_parts, parts_of, splits_of
+from textgate.train.loop import (
+    EVAL_BATCH,
+    Deadline,
+    History,
+    class_weights,
+    fit,
+    length_batches,
+    model_pad_id,
+    predict,
+    seed_everything,
+)
+from textgate.train.options import CLASS_WEIGHTS, GENERIC, TASK_DEFAULTS, TaskDefaults, TrainOptions
+
+__all__ = [
+    "CLASS_WEIGHTS",
+    "EVAL_BATCH",
+    "GENERIC",
+    "PACKAGED_BASE",
+    "PACKAGED_BASE_MEMBER",
+    "TASK_DEFAULTS",
+    "TOKENIZER_FILES",
+    "Deadline",
+    "History",
+    "Part",
+    "Parts",
+    "TaskDefaults",
+    "TrainOptions",
+    "balance_groups",
+    "check_output",
+    "class_weights",
+    "fit_predict",
+    "length_batches",
+    "load_model",
+    "load_tokenizer",
+    "packaged_base",
+    "resolve_base",
+    "train",
+]
+
+
+def train(
+    data: Any,
+    base: Path | None,
+    out: Path,
+    *,
+    task: str,
+    options: TrainOptions | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Fine-tune ``base`` (default: the packaged MiniLM) on ``data``; write a checkpoint.
+
+    ``data`` is a ``Table`` (split here with ``data.split``) or a ``Splits``. Returns the
+    test-split metrics that ``metrics.json`` holds.
+    """
+    require("torch", "train")
+    require("transformers", "train")
+    opts = (options or TrainOptions()).resolved(task)
+    say = log or (lambda _msg: None)
+    out = Path(out)
+    check_output(out, force=opts.force)
+    base_dir, base_name = resolve_base(base)
+    splits, data_hash, source = splits_of(data)
+    parts = parts_of(splits, opts)
+    labels = list(splits.train.label_names)
+    check_parts(parts, labels)
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        report = _run(parts, labels, base_dir, tmp, opts, say)
+        info = {
+            "task": task,
+            "labels": labels,
+            "max_length": opts.max_length,
+            "base": base_name,
+            "seed": opts.seed,
+            "data_hash": data_hash,
+            "data_source": source,
+            "split_counts": {k: len(getattr(parts, k).texts) for k in Parts._fields},
+            "normalization": normalization_record(),
+            "data_sources": data_sources(source),
+            **report["info"],
+            "options": {k: v for k, v in asdict(opts).items() if k not in ("force", "progress")},
+            "versions": library_versions(),
+        }
+        write_json(tmp / "textgate.json", info)
+        replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result: dict[str, Any] = report["metrics"]
+    return result
+
+
+def fit_predict(
+    splits: Any,
+    texts: Sequence[str],
+    *,
+    task: str,
+    options: TrainOptions | None = None,
+    log: Callable[[str], None] | None = None,
+    base: Path | None = None,
+) -> np.ndarray:
+    """Fine-tune the packaged base on ``splits`` and return class probabilities for ``texts``.
+
+    Writes nothing: the evaluation folds (``textgate evaluate --by-source``) train one model
+    per held-out source and only need its scores.
+    """
+    require("torch", "train")
+    require("transformers", "train")
+    offline()
+    import torch
+
+    opts = (options or TrainOptions()).resolved(task)
+    parts = parts_of(splits, opts)
+    labels = list(splits.train.label_names)
+    check_parts(parts, labels)
+    torch.set_num_threads(opts.threads or 1)
+    seed_everything(opts.seed)
+    base_dir, _ = resolve_base(base)
+    tokenizer = load_tokenizer(base_dir)
+    model = load_model(base_dir, labels)
+    max_length = usable_length(opts.max_length or 128, tokenizer, model)
+    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length) for k in Parts._fields}
+    fit(model, enc, parts, labels, replace(opts, max_length=max_length), log or (lambda _m: None))
+    return predict(model, encode(tokenizer, list(texts), max_length), model_pad_id(model))
+
+
+def _run(
+    parts: Parts,
+    labels: list[str],
+    base_dir: Path,
+    tmp: Path,
+    opts: TrainOptions,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    offline()
+    import torch
+
+    torch.set_num_threads(opts.threads or 1)
+    seed_everything(opts.seed)
+    tokenizer = load_tokenizer(base_dir)
+    model = load_model(base_dir, labels)
+    check_vocab(tokenizer, model, base_dir)
+    max_length = usable_length(opts.max_length or 128, tokenizer, model)
+    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length) for k in Parts._fields}
+    started = time.monotonic()
+    history = fit(model, enc, parts, labels, replace(opts, max_length=max_length), say)
+    train_seconds = time.monotonic() - started
+    probs = predict(model, enc["test"], tokenizer.pad_token_id or 0)
+    report = metrics.classification_report(parts.test.ids, probs, labels)
+    save_model(model, tokenizer, tmp)
+    write_data(tmp / "data", parts, labels)
+    write_reports(tmp, report, parts.test.ids, probs, labels)
+    info = {
+        "max_length": max_length,
+        "train_seconds": round(train_seconds, 1),
+        "epochs_run": len(history.epochs),
+        "best_epoch": history.best_epoch,
+        "stopped": history.stopped,
+        "history": history.epochs,
+    }
+    return {"metrics": report, "info": info}
