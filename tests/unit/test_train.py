@@ -345,4 +345,6 @@ def test_options_fall_back_to_task_defaults() -> None:
 
 def test_train_is_registered_in_the_cli() -> None:
     args = cli.build_parser().parse_args(["train", "--task", "spam", "-o", "x"])
-    assert args.handler is cli._run_train
+    from textgate.commands import training
+
+    assert args.handler is training._run_train

@@ -1,0 +1,229 @@
+"""Bundles: ``export`` a checkpoint, ``verify`` a bundle, ``build`` one end to end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from textgate import errors
+from textgate.commands.common import (
+    Subparsers,
+    command,
+    console,
+    data_source_options,
+    fmt,
+    load_table,
+    out,
+    print_json,
+    split_list,
+)
+
+
+def register(sub: Subparsers) -> None:
+    _add_export(sub)
+    _add_verify(sub)
+    _add_build(sub)
+
+
+# --- export / verify ------------------------------------------------------------------
+
+
+def _add_export(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "export",
+        help="export a checkpoint to a gated ONNX bundle (fp32, fused fp32, fp16, int8)",
+        description="Export a textgate or Hugging Face sequence-classification checkpoint "
+        "to ONNX, check it against PyTorch on 500+ texts (max |Δp| <= 1e-4, same arg-max) "
+        "in a child process, lock the tokenizer, build the serving variants and gate each "
+        "against fp32 on the test split. Writes the bundle and its manifest.json (SHA-256 "
+        "of every file). A failed parity gate fails the command; a variant that fails its "
+        "gate is kept, marked 'rejected', and never served by default.",
+        examples=(
+            "textgate export checkpoints/spam -o bundles/spam",
+            "textgate export my-distilbert/ -o bundles/reviews --variants int8 --max-f1-drop 0.01",
+        ),
+    )
+    p.add_argument("checkpoint", type=Path, help="checkpoint directory")
+    p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
+    p.add_argument("--max-f1-drop", default="0.005", help="largest F1 loss a variant may cost")
+    p.add_argument("--min-agreement", default="0.995", help="smallest arg-max agreement with fp32")
+    p.add_argument("--parity-n", default="500", help="texts in the parity check (>= 500)")
+    p.add_argument("--opset", default="17", help="ONNX opset (>= 17)")
+    p.add_argument(
+        "--variants", default="fp32-opt,fp16,int8", help="comma-separated variants besides fp32"
+    )
+    p.add_argument("--force", action="store_true", help="replace a previous bundle at -o")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_export)
+
+
+def _number(args: argparse.Namespace, name: str, kind: type[float] | type[int]) -> Any:
+    raw = getattr(args, name)
+    try:
+        return kind(raw)
+    except ValueError:
+        flag = "--" + name.replace("_", "-")
+        raise errors.ConfigError(
+            name,
+            f"{flag} must be a number, got {raw!r}",
+            hint=f"see `textgate export --help` for {flag}",
+        ) from None
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from textgate.export import export_bundle
+
+    manifest = export_bundle(
+        args.checkpoint,
+        args.output,
+        max_f1_drop=_number(args, "max_f1_drop", float),
+        min_agreement=_number(args, "min_agreement", float),
+        parity_n=_number(args, "parity_n", int),
+        opset=_number(args, "opset", int),
+        variants=tuple(split_list(args.variants)),
+        overwrite=args.force,
+        console=console,
+    )
+    if args.json:
+        print_json(manifest)
+    else:
+        _print_bundle(args.output, manifest)
+    return 0
+
+
+def _add_verify(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "verify",
+        help="recompute every SHA-256 of a bundle; fail naming any bad file",
+        description="Check a bundle against its manifest.json: every file's SHA-256 and "
+        "size, no missing and no extra files, the required manifest keys. Prints the files "
+        "and the variant table; exits non-zero naming the first bad file.",
+        examples=("textgate verify bundles/spam",),
+    )
+    p.add_argument("bundle", type=Path, help="bundle directory")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_verify)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from textgate import bundle
+
+    manifest = bundle.verify(args.bundle)
+    if args.json:
+        print_json(manifest)
+    else:
+        _print_bundle(args.bundle, manifest)
+    return 0
+
+
+def _print_bundle(path: Path, manifest: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    files = Table(title=f"{path}: {len(manifest['files'])} files, all hashes match")
+    for col in ("file", "bytes", "sha256"):
+        files.add_column(col)
+    for name, digest in manifest["files"].items():
+        files.add_row(name, str(manifest.get("sizes", {}).get(name, "?")), digest[:16])
+    out.print(files)
+    variants = Table(title="variants")
+    for col in ("variant", "file", "status", "agreement", "F1 Δ", "batch-1 ms", "reason"):
+        variants.add_column(col)
+    for name, v in manifest["variants"].items():
+        colour = {"accepted": "green", "rejected": "red"}.get(v["status"], "yellow")
+        variants.add_row(
+            name,
+            v["file"],
+            f"[{colour}]{v['status']}[/]",
+            fmt(v.get("agreement")),
+            fmt(v.get("f1_delta")),
+            fmt((v.get("latency_ms") or {}).get("batch1")),
+            escape(v.get("reason") or ""),
+        )
+    out.print(variants)
+    out.print(f"default: {manifest.get('default_variant')}", highlight=False)
+
+
+# --- build ----------------------------------------------------------------------------
+
+
+def _add_build(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "build",
+        help="train → export → variants → verify with the defaults, cached by input hash",
+        description="Build a task's verified bundle from its packaged corpus (or --data): "
+        "fine-tune the packaged MiniLM, export and gate the ONNX variants, verify every "
+        "hash, and copy the bundle to -o. The result is cached under the hash of the data, "
+        "base model, options and build code; an unchanged build takes seconds.",
+        examples=(
+            "textgate build spam -o artifacts/spam",
+            "textgate build sentiment -o artifacts/sentiment --max-minutes 15",
+        ),
+    )
+    p.add_argument("task", help="spam, sentiment, sentiment-zh, or your task with --data")
+    p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
+    data_source_options(p)
+    p.add_argument("--max-minutes", type=float, help="training time budget")
+    p.add_argument("--seed", type=int, default=42, help="seed for everything random")
+    p.add_argument("--rebuild", action="store_true", help="ignore the cache")
+    p.add_argument("--force", action="store_true", help="replace a non-bundle directory at -o")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_run_build)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from textgate import build, train
+
+    options = train.TrainOptions(max_minutes=args.max_minutes, seed=args.seed)
+    args.task = args.task.strip()
+    table = load_table(args)
+    manifest = build.build(
+        args.task,
+        args.output,
+        table=table,
+        train_options=options,
+        rebuild=args.rebuild,
+        force=args.force,
+        log=console.print,
+    )
+    if args.json:
+        print_json(manifest)
+        return 0
+    _print_bundle(args.output, manifest)
+    test = manifest["metrics"]["test"]
+    parity = manifest["parity"]
+    out.print(
+        f"{manifest['task']}: test accuracy {test['accuracy']:.4f}  F1 {test['f1']:.4f}  "
+        f"macro-F1 {test['macro_f1']:.4f}; parity max |Δp| {parity['max_abs_diff']:.2e} "
+        f"over {parity['n']} texts, arg-max agreement {parity['argmax_agreement']:.4f}",
+        highlight=False,
+    )
+    _print_operating(args.output, manifest)
+    return 0
+
+
+def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
+    """A mail model's numbers an operator asks first, and its worst errors to read."""
+    op = manifest.get("metrics", {}).get("operating")
+    calib = manifest.get("calibration") or {}
+    if not op:
+        return
+    out.print(
+        f"calibrated (T={calib.get('temperature', 1.0):.3f}, ECE {calib.get('ece_before', 0):.4f}"
+        f" -> {calib.get('ece_after', 0):.4f}): ham flagged at review "
+        f"{op['ham_fpr_at_review']:.4f}, at quarantine {op['ham_fpr_at_quarantine']:.4f}; "
+        "phishing caught at review "
+        f"{op.get('phish_recall_at_review', float('nan')):.4f}",
+        highlight=False,
+    )
+    worst = json.loads((bundle_dir / op["worst_errors"]).read_text(encoding="utf-8"))
+    for kind in ("false_alarms", "misses"):
+        out.print(f"[bold]worst {kind.replace('_', ' ')}[/] ({op['worst_errors']})")
+        for row in worst[kind][:20]:
+            out.print(f"  {row['score']:.3f} {row['label']:5} {escape(row['text'][:110])}")
