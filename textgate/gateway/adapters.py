@@ -52,8 +52,9 @@ class Preparer:
             self.settings = _normalize.NormalizeSettings(max_body_bytes=max_body_bytes)
         elif isinstance(settings, _normalize.NormalizeSettings):
             self.settings = settings
-        else:  # a config section of the same shape
-            self.settings = _normalize.NormalizeSettings.from_dict(_plain(settings))
+        else:  # the config's section, whose body limit is the gateway's
+            plain = {"max_body_bytes": max_body_bytes, **_plain(settings)}
+            self.settings = _normalize.NormalizeSettings.from_dict(plain)
 
     def settings_dict(self) -> dict[str, Any]:
         return _plain(self.settings) if self.settings is not None else {"normalize": "minimal"}

@@ -195,7 +195,7 @@ class Gateway:
             limiter=Limiter(gw),
             router=router,
             client=client,
-            preparer=Preparer(getattr(config, "normalize", None), max_body_bytes=gw.max_body_bytes),
+            preparer=Preparer(config.normalize, max_body_bytes=gw.max_body_bytes),
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
             parse_pool=getattr(self, "parse_pool", None),
             coalescer=Coalescer.from_config(client, gw),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
+from textgate.config.normalize import NormalizeConfig
 from textgate.errors import ConfigError
 
 # Counts units of text (characters by default; a tokenizer's token count works too).
@@ -18,41 +19,17 @@ def _require(ok: bool, key: str, problem: str) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NormalizeSettings:
-    """Limits and the long-text strategy. Sizes are in units of the count function
-    (characters unless a tokenizer's count is passed)."""
+class NormalizeSettings(NormalizeConfig):
+    """The config's ``normalize`` section (limits, long-text strategy) plus the body limit,
+    which the gateway takes from ``gateway.max_body_bytes``. Sizes are in units of the
+    count function (characters unless a tokenizer's count is passed)."""
 
     # spamc's default is 500 kB; beyond 1 MiB a mail is attachments, which are skipped anyway.
     max_body_bytes: int = 1_048_576
-    max_header_bytes: int = 65_536  # per MIME part (name + value of every field)
-    max_parts: int = 100
-    max_depth: int = 10  # nested multiparts and message/rfc822
-    max_chars: int = 200_000  # normalized text; longer is refused, not cut
-    long_text: Literal["truncate", "chunk"] = "truncate"
-    # The default models see at most 128 tokens (≈ 500 characters): head + tail fit in that.
-    head_chars: int = 384
-    tail_chars: int = 128
-    chunk_chars: int = 512
-    chunk_overlap: int = 64
-    max_chunks: int = 16
-    keep_link_domains: bool = True
 
     def __post_init__(self) -> None:
-        for key in ("max_body_bytes", "max_header_bytes", "max_parts", "max_depth", "max_chars"):
-            _require(getattr(self, key) >= 1, key, "must be at least 1")
-        for key in ("head_chars", "chunk_chars", "max_chunks"):
-            _require(getattr(self, key) >= 1, key, "must be at least 1")
-        _require(self.tail_chars >= 0, "tail_chars", "must be 0 or more")
-        _require(
-            0 <= self.chunk_overlap < self.chunk_chars,
-            "chunk_overlap",
-            f"must be in 0..chunk_chars-1 ({self.chunk_chars - 1})",
-        )
-        _require(
-            self.long_text in ("truncate", "chunk"),
-            "long_text",
-            f"'{self.long_text}' is not 'truncate' or 'chunk'",
-        )
+        _require(self.max_body_bytes >= 1, "max_body_bytes", "must be at least 1")
+        super().__post_init__()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NormalizeSettings:

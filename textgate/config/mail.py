@@ -1,0 +1,80 @@
+"""Sections ``mail`` (spamd, milter), ``feedback`` and ``review``: the mail side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from textgate.config.checks import check_port, require
+
+# --- mail (spamd, milter, feedback) -------------------------------------------------------
+
+MilterReply = Literal["accept", "headers", "quarantine", "reject", "discard", "tempfail"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MailConfig:
+    """The spamd and milter listeners (docs/mail.md); both off unless a port is set."""
+
+    host: str = "127.0.0.1"
+    spamd_port: int | None = None  # SpamAssassin's spamc protocol (spamd's port is 783)
+    milter_port: int | None = None  # Postfix/Sendmail milter protocol
+    task: str = "spam"
+    required_points: float = 5.0  # spamd's "required": the policy's review_at maps here
+    max_points: float = 10.0  # a score of 1.0 maps here (linear on both sides of review_at)
+    max_connections: int = 32  # concurrent connections per listener; beyond: busy answer
+    read_timeout_s: float = 30.0  # a client silent this long mid-request is dropped
+    explain: int = 0  # spans in REPORT/SYMBOLS (0: no explanation, one Triton request less)
+    milter_allow: MilterReply = "headers"
+    milter_review: MilterReply = "headers"
+    milter_quarantine: MilterReply = "quarantine"
+    milter_error: MilterReply = "tempfail"  # Triton down, overload: the MTA retries later
+
+    def __post_init__(self) -> None:
+        for key in ("spamd_port", "milter_port"):
+            value = getattr(self, key)
+            if value is not None:
+                check_port(value, key)
+        require(bool(self.task), "task", "must not be empty")
+        require(self.required_points > 0, "required_points", "must be > 0")
+        require(self.max_points > self.required_points, "max_points", "must be > required_points")
+        require(self.max_connections >= 1, "max_connections", "must be >= 1")
+        require(self.read_timeout_s > 0, "read_timeout_s", "must be > 0")
+        require(0 <= self.explain <= 20, "explain", "must be within 0..20")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedbackConfig:
+    """Operator corrections (spamc -L, POST /v1/feedback) in an SQLite store."""
+
+    path: Path = Path("textgate-feedback.sqlite3")
+    max_per_tenant_per_hour: int = 1000  # beyond: 429, so one tenant cannot flood the store
+    recent_requests: int = 10_000  # verdicts kept in memory so a request id can be corrected
+    recent_bytes: int = 64 * 1024 * 1024  # ... and at most this many bytes of their input
+
+    def __post_init__(self) -> None:
+        require(self.max_per_tenant_per_hour >= 1, "max_per_tenant_per_hour", "must be >= 1")
+        require(self.recent_requests >= 0, "recent_requests", "must be >= 0")
+        require(self.recent_bytes >= 0, "recent_bytes", "must be >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewConfig:
+    """The review/quarantine store behind the console (docs/console.md); off unless a path."""
+
+    path: Path | None = None  # SQLite file; null: review and quarantine verdicts are not kept
+    actions: tuple[str, ...] = ("review", "quarantine")  # the actions whose mail is kept
+    max_age_days: float = 30.0  # older messages are dropped (counted in a metric)
+    max_messages: int = 100_000  # beyond: the oldest are dropped (counted)
+    max_bytes: int = 1_073_741_824  # raw + text bytes held at most; beyond: the oldest go
+    explain: int = 5  # trigger words computed when a message without them is first opened
+    session_ttl_s: float = 8 * 3600.0  # a console login lasts this long
+
+    def __post_init__(self) -> None:
+        require(bool(self.actions), "actions", "must name at least one action")
+        require(self.max_age_days > 0, "max_age_days", "must be > 0")
+        require(self.max_messages >= 1, "max_messages", "must be >= 1")
+        require(self.max_bytes >= 1024, "max_bytes", "must be >= 1024")
+        require(0 <= self.explain <= 20, "explain", "must be within 0..20")
+        require(self.session_ttl_s > 0, "session_ttl_s", "must be > 0")

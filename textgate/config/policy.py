@@ -1,0 +1,145 @@
+"""Section ``policy``: thresholds -> actions per task, label rules, tenants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from textgate.config.checks import require
+
+# --- policy -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRule:
+    """A label with thresholds of its own (phish: act on a lower probability than spam)."""
+
+    label: str
+    review_at: float
+    quarantine_at: float
+
+    def __post_init__(self) -> None:
+        require(bool(self.label), "label", "must not be empty")
+        for key in ("quarantine_at", "review_at"):
+            require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
+        require(
+            self.review_at <= self.quarantine_at,
+            "review_at",
+            f"{self.review_at} is above quarantine_at {self.quarantine_at}",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskPolicyConfig:
+    """Scores -> actions for one task.
+
+    ``threshold``: score = P(positive_label), or 1 - P(negative_label) when that is set (ham
+    vs spam + phish); >= quarantine_at -> quarantine, >= review_at -> review, else allow; each
+    of ``label_rules`` can raise the action on its own label's probability. ``label``: the
+    top label, or ``uncertain`` while the top probability is below 0.5 + uncertain_band.
+    """
+
+    task: str
+    kind: Literal["threshold", "label"] = "threshold"
+    positive_label: str | None = None  # threshold kind; null: the task's last label
+    negative_label: str | None = None  # threshold kind: score = 1 - P(this label)
+    label_rules: tuple[LabelRule, ...] = ()
+    quarantine_at: float = 0.95
+    review_at: float = 0.85
+    uncertain_band: float = 0.1
+    rescore_band: float = 0.05  # re-score within +-band of a decision threshold; 0: never
+    # threshold kind: the least action for a message read best-effort (MIME not trusted)
+    malformed_action: Literal["allow", "review", "quarantine"] = "review"
+
+    def __post_init__(self) -> None:
+        require(bool(self.task), "task", "must not be empty")
+        require(
+            self.malformed_action in ("allow", "review", "quarantine"),
+            "malformed_action",
+            f"'{self.malformed_action}' is not allow, review or quarantine",
+        )
+        for key in ("quarantine_at", "review_at"):
+            require(0.0 <= getattr(self, key) <= 1.0, key, "must be within 0..1")
+        require(
+            self.review_at <= self.quarantine_at,
+            "review_at",
+            f"{self.review_at} is above quarantine_at {self.quarantine_at}",
+        )
+        require(0.0 <= self.uncertain_band < 0.5, "uncertain_band", "must be within 0..0.5")
+        require(0.0 <= self.rescore_band < 0.5, "rescore_band", "must be within 0..0.5")
+        require(
+            not (self.positive_label and self.negative_label),
+            "negative_label",
+            "set positive_label or negative_label, not both",
+        )
+
+    def thresholds(self) -> tuple[float, ...]:
+        """Scores where the action changes: the re-score band lies around these."""
+        if self.kind == "threshold":
+            return (self.review_at, self.quarantine_at)
+        band = self.uncertain_band
+        return (0.5 - band, 0.5 + band) if band else (0.5,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TenantConfig:
+    """A tenant picked by API key (``X-API-Key``) or by name in the tenant header."""
+
+    name: str
+    api_key: str | None = None
+    tasks: tuple[TaskPolicyConfig, ...] = ()  # replace the default policy of these tasks
+
+    def __post_init__(self) -> None:
+        require(bool(self.name), "name", "must not be empty")
+        require(
+            self.api_key is None or len(self.api_key) >= 8,
+            "api_key",
+            "must be at least 8 characters",
+        )
+        names = [t.task for t in self.tasks]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        require(not dup, "tasks", f"task {dup[0] if dup else ''!r} appears twice")
+
+
+def _default_policies() -> tuple[TaskPolicyConfig, ...]:
+    return (
+        # Seed 000's actions on calibrated P(spam or phish); phishing, the costly miss, is
+        # sent to review from P(phish) 0.5 and quarantined from 0.85.
+        TaskPolicyConfig(
+            task="spam",
+            kind="threshold",
+            negative_label="ham",
+            label_rules=(LabelRule(label="phish", review_at=0.5, quarantine_at=0.85),),
+        ),
+        TaskPolicyConfig(task="sentiment", kind="label"),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyConfig:
+    """Per-task policies plus per-tenant overrides; a task with no entry gets ``label``."""
+
+    tasks: tuple[TaskPolicyConfig, ...] = field(default_factory=_default_policies)
+    tenants: tuple[TenantConfig, ...] = ()
+    tenant_header: str = "X-Tenant"  # names a tenant; tenants with an api_key need the key
+
+    def __post_init__(self) -> None:
+        names = [t.task for t in self.tasks]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        require(not dup, "tasks", f"task {dup[0] if dup else ''!r} appears twice")
+        tenants = [t.name for t in self.tenants]
+        dup = sorted({n for n in tenants if tenants.count(n) > 1})
+        require(not dup, "tenants", f"tenant {dup[0] if dup else ''!r} appears twice")
+        keys = [t.api_key for t in self.tenants if t.api_key]
+        require(len(keys) == len(set(keys)), "tenants", "two tenants share an api_key")
+        require(bool(self.tenant_header), "tenant_header", "must not be empty")
+
+    def for_task(self, task: str, tenant: str | None = None) -> TaskPolicyConfig:
+        """The tenant's override, else the task's policy, else the ``label`` default."""
+        for t in self.tenants:
+            if t.name == tenant:
+                hit = next((p for p in t.tasks if p.task == task), None)
+                if hit is not None:
+                    return hit
+        hit = next((p for p in self.tasks if p.task == task), None)
+        return hit or TaskPolicyConfig(task=task, kind="label")

@@ -1,0 +1,171 @@
+"""Sections ``triton``, ``repository`` and ``client``: running Triton, the model
+repository it serves, and the gateway's client of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from textgate.config.checks import check_port, require
+
+# --- triton -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonConfig:
+    """How to find and run ``tritonserver``."""
+
+    binary: Path | None = None  # default: env TEXTGATE_TRITONSERVER, then the pytriton wheel
+    backend_dir: Path | None = None  # an install's backends; default: prepared from the wheel
+    address: str = "127.0.0.1"  # bind address of all three endpoints
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    log_file: Path | None = None  # default: a file in the server's temporary work directory
+    log_verbose: int = 0
+    startup_timeout_s: float = 120.0
+    exit_timeout_s: int = 10
+
+    def __post_init__(self) -> None:
+        for key in ("http_port", "grpc_port", "metrics_port"):
+            check_port(getattr(self, key), key)
+        require(self.log_verbose >= 0, "log_verbose", "must be >= 0")
+        require(self.startup_timeout_s > 0, "startup_timeout_s", "must be > 0")
+        require(self.exit_timeout_s >= 0, "exit_timeout_s", "must be >= 0")
+        require(bool(self.address), "address", "must not be empty")
+
+
+# --- repository ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicBatchingConfig:
+    enabled: bool = True
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_microseconds: int = 2000
+
+    def __post_init__(self) -> None:
+        require(
+            all(n > 0 for n in self.preferred_batch_sizes),
+            "preferred_batch_sizes",
+            "sizes must be > 0",
+        )
+        require(self.max_queue_delay_microseconds >= 0, "max_queue_delay_microseconds", ">= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceGroupConfig:
+    count: int = 1
+    kind: Literal["cpu", "gpu"] = "cpu"
+    gpus: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        require(self.count >= 1, "count", "must be >= 1")
+        require(not (self.gpus and self.kind == "cpu"), "gpus", "only valid with kind: gpu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionPolicyConfig:
+    policy: Literal["latest", "all", "specific"] = "latest"
+    latest: int = 1  # how many of the newest versions to serve (policy: latest)
+    versions: tuple[int, ...] = ()  # which versions to serve (policy: specific)
+
+    def __post_init__(self) -> None:
+        require(self.latest >= 1, "latest", "must be >= 1")
+        require(
+            self.policy != "specific" or bool(self.versions),
+            "versions",
+            "policy 'specific' needs at least one version",
+        )
+        require(all(v >= 1 for v in self.versions), "versions", "versions are integers >= 1")
+
+
+VARIANTS = ("auto", "fp32", "fp32-opt", "fp16", "int8")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepositoryConfig:
+    """What the repository builder generates (see docs/configuration.md)."""
+
+    target: Literal["embedded", "triton-container"] = "embedded"
+    # auto: fused on the embedded target (one Python step, no ensemble hops: measured
+    # fastest), bucket on the container target (native ORT needs the three-step ensemble).
+    shape_strategy: Literal["auto", "bucket", "fixed", "fused"] = "auto"
+    bucket_lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
+    max_batch_size: int = 64
+    dynamic_batching: DynamicBatchingConfig = field(default_factory=DynamicBatchingConfig)
+    instance_group: InstanceGroupConfig = field(default_factory=InstanceGroupConfig)
+    helper_instances: int = 1  # instances of the tokenize and postprocess models
+    version_policy: VersionPolicyConfig = field(default_factory=VersionPolicyConfig)
+    variant: str = "auto"  # auto: the bundle's default_variant for the instance kind
+    ort_intra_op_threads: int = 0  # 0: ONNX Runtime's default (one per core)
+    ort_inter_op_threads: int = 1
+    accelerator: Literal["none", "cuda", "tensorrt"] = "none"  # triton-container, GPU only
+    tensorrt_precision: Literal["fp32", "fp16"] = "fp16"
+    tensorrt_max_workspace_bytes: int = 1 << 30
+    # Also serve <task>_fp32 (this fp32 file) for the gateway's re-score; none: off
+    rescore_variant: Literal["none", "fp32", "fp32-opt"] = "none"
+
+    @property
+    def strategy(self) -> Literal["bucket", "fixed", "fused"]:
+        """The shape strategy in effect (``auto`` resolved for the target)."""
+        if self.shape_strategy == "auto":
+            return "fused" if self.target == "embedded" else "bucket"
+        return self.shape_strategy
+
+    def __post_init__(self) -> None:
+        require(bool(self.bucket_lengths), "bucket_lengths", "needs at least one length")
+        require(all(n > 0 for n in self.bucket_lengths), "bucket_lengths", "lengths must be > 0")
+        require(
+            list(self.bucket_lengths) == sorted(set(self.bucket_lengths)),
+            "bucket_lengths",
+            "lengths must be strictly increasing",
+        )
+        require(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")
+        bad = [n for n in self.dynamic_batching.preferred_batch_sizes if n > self.max_batch_size]
+        require(
+            not bad,
+            "dynamic_batching.preferred_batch_sizes",
+            f"{bad} exceed max_batch_size {self.max_batch_size}",
+        )
+        require(self.helper_instances >= 1, "helper_instances", "must be >= 1")
+        require(self.variant in VARIANTS, "variant", f"must be one of {', '.join(VARIANTS)}")
+        require(self.ort_intra_op_threads >= 0, "ort_intra_op_threads", "must be >= 0")
+        require(self.ort_inter_op_threads >= 0, "ort_inter_op_threads", "must be >= 0")
+        require(
+            not (self.shape_strategy == "fused" and self.target == "triton-container"),
+            "shape_strategy",
+            "'fused' runs tokenizer and ONNX Runtime in one Python model; "
+            "it exists only for target 'embedded'",
+        )
+        require(
+            self.accelerator == "none" or self.target == "triton-container",
+            "accelerator",
+            "execution accelerators apply to target 'triton-container' only",
+        )
+
+
+# --- client (gateway -> Triton) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientConfig:
+    """How the gateway talks to Triton over gRPC (see docs/configuration.md)."""
+
+    endpoints: tuple[str, ...] = ()  # host:port of Triton gRPC; empty: the embedded server
+    timeout_s: float = 5.0  # per-request deadline, retries included
+    retries: int = 1  # extra attempts, only after UNAVAILABLE, each on another endpoint
+    health_interval_s: float = 1.0  # how often every endpoint's readiness is probed
+    eject_after_failures: int = 1  # consecutive connection failures that eject an endpoint
+    reconnect_backoff_ms: int = 500  # gRPC's reconnect backoff cap: quick recovery after a restart
+
+    def __post_init__(self) -> None:
+        require(self.timeout_s > 0, "timeout_s", "must be > 0")
+        require(0 <= self.retries <= 5, "retries", "must be within 0..5")
+        require(self.health_interval_s > 0, "health_interval_s", "must be > 0")
+        require(self.eject_after_failures >= 1, "eject_after_failures", "must be >= 1")
+        require(self.reconnect_backoff_ms >= 100, "reconnect_backoff_ms", "must be >= 100")
+        for i, url in enumerate(self.endpoints):
+            host, _, port = url.rpartition(":")
+            require(bool(host) and port.isdigit(), f"endpoints[{i}]", f"{url!r} is not host:port")
