@@ -18,6 +18,7 @@ lint:
 	$(BIN)/ruff check textgate tests
 	$(BIN)/ruff format --check textgate tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 build-spam: bootstrap
 	$(BIN)/textgate build spam -o $(ARTIFACTS)/spam

@@ -55,3 +55,28 @@ def test_settings_reads_parameters(tmp_path: Path) -> None:
     assert s.version_dir == os.path.join(str(tmp_path), "3")
     with pytest.raises(RuntimeError, match="'missing'"):
         s.get("missing")
+
+
+def test_every_template_imports_only_what_the_triton_stub_has() -> None:
+    # They run in Triton's Python-backend stub, outside textgate; import-linter cannot see
+    # their absolute `import textgate_support`, so this reads every template, whichever
+    # shape strategy would copy it.
+    import ast
+
+    from textgate.repository import templates
+
+    allowed = {"numpy", "tokenizers", "onnxruntime", "triton_python_backend_utils"}
+    allowed |= {Path(templates.SUPPORT).stem} | set(sys.stdlib_module_names)
+    files = [*templates.TEMPLATES.values(), templates.SUPPORT]
+    for name in files:
+        path = Path(templates.__file__).parent / name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{name}: relative import"
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            else:
+                continue
+            for module in modules:
+                assert module.split(".")[0] in allowed, f"{name} imports {module}"
