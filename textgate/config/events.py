@@ -9,8 +9,6 @@ from typing import Literal
 
 from textgate.config.checks import require
 
-# --- events -------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, kw_only=True)
 class KafkaConfig:

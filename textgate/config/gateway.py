@@ -8,8 +8,6 @@ from typing import Literal
 
 from textgate.config.checks import check_port, require
 
-# --- gateway ------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayConfig:

@@ -8,8 +8,6 @@ from typing import Literal
 
 from textgate.config.checks import check_port, require
 
-# --- mail (spamd, milter, feedback) -------------------------------------------------------
-
 MilterReply = Literal["accept", "headers", "quarantine", "reject", "discard", "tempfail"]
 
 

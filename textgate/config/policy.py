@@ -7,8 +7,6 @@ from typing import Literal
 
 from textgate.config.checks import require
 
-# --- policy -------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, kw_only=True)
 class LabelRule:

@@ -8,8 +8,6 @@ from typing import Literal
 
 from textgate.config.checks import require
 
-# --- release ------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseConfig:
