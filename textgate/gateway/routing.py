@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from textgate import names
 from textgate.client import TritonClient
 from textgate.errors import TritonUnavailable
 from textgate.gateway.status import UnknownTask
@@ -45,7 +46,9 @@ class Router:
 
     def route(self, task: str, key: str = "") -> Route:
         version = self.releases.pick(task, key) if self.releases is not None else None
-        hit = self.routes.get(f"{task}_v{version}") if version is not None else None
+        hit = (
+            self.routes.get(names.version_ensemble(task, version)) if version is not None else None
+        )
         if hit is not None:
             return dataclasses.replace(hit, task=task, version=str(version))
         route = None if self.pinned(task) else self.routes.get(task)
@@ -57,7 +60,7 @@ class Router:
     def pinned(self, name: str) -> bool:
         """``spam_v1`` of a released task ``spam``: a version's ensemble, not a task. Routing
         to it would bypass the release state (canary, rollback) and the policy's task name."""
-        base = _release_task(name)
+        base = names.release_task(name)
         return base != name and self.releases is not None and base in self.releases.tasks()
 
     def public(self) -> list[str]:
@@ -105,14 +108,14 @@ async def discover(client: TritonClient, tasks: Sequence[str] = (), releases: An
     ready = {m["name"]: str(m.get("version", "")) for m in index if m.get("state") == "READY"}
     routes: dict[str, Route] = {}
     for name in sorted(ready):
-        if tasks and name not in tasks and _release_task(name) not in tasks:
+        if tasks and name not in tasks and names.release_task(name) not in tasks:
             continue
         route = await _route(client, name, ready)
         if route is not None:
             routes[name] = route
     for task in releases.tasks() if releases is not None else ():
         version = releases.pick(task, "")
-        serving = routes.get(f"{task}_v{version}")
+        serving = routes.get(names.version_ensemble(task, version))
         if serving is not None and task not in routes:
             routes[task] = dataclasses.replace(serving, task=task, version=str(version))
     missing = [t for t in tasks if t not in routes]
@@ -123,29 +126,23 @@ async def discover(client: TritonClient, tasks: Sequence[str] = (), releases: An
     return Router(routes, releases)
 
 
-def _release_task(name: str) -> str:
-    """``spam_v3`` -> ``spam``; other names unchanged."""
-    task, sep, num = name.rpartition("_v")
-    return task if sep and task and num.isdigit() else name
-
-
 async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> Route | None:
-    if f"{name}_postprocess" not in ready:
+    if names.postprocess(name) not in ready:
         return None
     config = await client.model_config(name)
-    if config.get("platform") != "ensemble" or _steps(config)[-1:] != [f"{name}_postprocess"]:
+    if config.get("platform") != "ensemble" or _steps(config)[-1:] != [names.postprocess(name)]:
         return None
-    post = await client.model_config(f"{name}_postprocess")
+    post = await client.model_config(names.postprocess(name))
     labels = tuple(json.loads(_param(post, "labels") or "[]"))
-    model = await _config_or_empty(client, f"{name}_model", ready)
-    tokenizer = await _config_or_empty(client, f"{name}_tokenize", ready) or model
-    precise = f"{name}_fp32" if f"{name}_fp32" in ready else None
-    precise_model = await _config_or_empty(client, f"{name}_model_fp32", ready)
+    model = await _config_or_empty(client, names.model(name), ready)
+    tokenizer = await _config_or_empty(client, names.tokenize(name), ready) or model
+    precise = names.precise_ensemble(name) if names.precise_ensemble(name) in ready else None
+    precise_model = await _config_or_empty(client, names.precise_model(name), ready)
     return Route(
         task=name,
         model=name,
         labels=labels,
-        version=ready.get(f"{name}_model", ready[name]),
+        version=ready.get(names.model(name), ready[name]),
         variant=_param(model, "variant") or "unknown",
         max_batch_size=int(config.get("max_batch_size", 0) or 1),
         precise=precise,

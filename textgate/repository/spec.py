@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from textgate import bundle
+from textgate import bundle, names
 from textgate.config import RepositoryConfig
 from textgate.errors import RepositoryError
-
-# Triton model names become directory names and URL path segments.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
@@ -67,23 +63,23 @@ class TaskSpec:
 
     @property
     def tokenize(self) -> str:
-        return f"{self.ensemble}_tokenize"
+        return names.tokenize(self.ensemble)
 
     @property
     def model(self) -> str:
-        return f"{self.ensemble}_model"
+        return names.model(self.ensemble)
 
     @property
     def postprocess(self) -> str:
-        return f"{self.ensemble}_postprocess"
+        return names.postprocess(self.ensemble)
 
     @property
     def precise_model(self) -> str:
-        return f"{self.ensemble}_model_fp32"
+        return names.precise_model(self.ensemble)
 
     @property
     def precise_ensemble(self) -> str:
-        return f"{self.ensemble}_fp32"
+        return names.precise_ensemble(self.ensemble)
 
     @property
     def num_labels(self) -> int:
@@ -163,7 +159,7 @@ def task_spec(
     bundle_dir: Path, manifest: Mapping[str, Any], settings: RepositoryConfig
 ) -> TaskSpec:
     task = str(manifest.get("task") or "")
-    if not _NAME.match(task):
+    if not names.is_model_name(task):
         raise RepositoryError(
             f"{bundle_dir}: task name {task!r} cannot name a Triton model",
             hint="use letters, digits, '_', '-' or '.'",
@@ -214,7 +210,7 @@ def describe(
         spec = task_spec(bundle_dir, bundle.verify(bundle_dir), settings)
         if suffix:
             spec = dataclasses.replace(spec, name=f"{spec.task}{suffix}")
-            if not _NAME.match(spec.name):
+            if not names.is_model_name(spec.name):
                 raise RepositoryError(f"model name {spec.name!r} is not a valid Triton name")
         clash = next((t for t in tasks if t.task == spec.task), None)
         if clash is not None:
