@@ -9,7 +9,9 @@ import pytest
 
 from textgate import triton
 from textgate.config import TritonConfig
-from textgate.errors import TritonError, TritonNotFound
+from textgate.errors import TritonError, TritonNotFound, TritonStartError
+from textgate.triton import install
+from textgate.triton import server as triton_server
 
 
 def test_wheel_installation_found_for_this_interpreter() -> None:
@@ -51,8 +53,8 @@ def test_stub_python_mismatch_is_refused_with_the_fix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     inst = triton.Installation(tmp_path, "x", None, None, None, tmp_path / "stub")
-    monkeypatch.setattr(triton, "stub_libpython", lambda _inst: Path("/usr/lib/libpython3.11.so"))
-    monkeypatch.setattr(triton, "interpreter_libpython", lambda: None)
+    monkeypatch.setattr(install, "stub_libpython", lambda _inst: Path("/usr/lib/libpython3.11.so"))
+    monkeypatch.setattr(install, "interpreter_libpython", lambda: None)
     with pytest.raises(TritonNotFound) as info:
         triton.check_stub_python(inst)
     assert "venv" in (info.value.hint or "")
@@ -115,7 +117,7 @@ def test_death_signal_is_set_without_loading_libraries_after_fork(
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],
-        preexec_fn=triton._die_with_parent,
+        preexec_fn=triton_server._die_with_parent,
         capture_output=True,
         text=True,
         check=True,
@@ -133,7 +135,7 @@ def test_a_binary_that_cannot_be_executed_is_a_start_error_and_leaves_nothing(
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     server = triton.TritonServer(tmp_path / "repo", config=TritonConfig(binary=binary))
-    with pytest.raises(triton.TritonStartError) as info:
+    with pytest.raises(TritonStartError) as info:
         server.start()
     assert str(binary) in info.value.message
     assert list((tmp_path / "tmp").iterdir()) == []

@@ -2,194 +2,45 @@
 
     with TritonServer(repo, config=cfg.triton) as server:   # start() + wait_ready()
         server.http_url, server.grpc_url, server.metrics_url
+        server.load_model("spam_model")                     # through server.control
 
-The embedded default runs the binary inside the ``nvidia-pytriton`` wheel. Its Python-backend
-stub embeds the system ``libpython`` and ignores ``PYTHONPATH``; the server therefore exports
-``TEXTGATE_SITE_PACKAGES`` (this interpreter's site-packages), which every generated
-``model.py`` puts on ``sys.path`` before importing numpy. A stub whose libpython is not the one
-this interpreter runs on is refused up front (``check_stub_python``).
-
-Readiness is polled over HTTP with the standard library only, so this module needs no
-tritonclient and shares no client across threads.
+Readiness is polled over HTTP with the standard library only (``control.HttpControl``), so
+this module needs no tritonclient and shares no client across threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
-import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from textgate.config import TritonConfig
-from textgate.errors import ModelLoadError, TritonError, TritonNotFound, TritonStartError
+from textgate.errors import ModelLoadError, TritonError, TritonStartError
+from textgate.triton.control import API_KEY_HEADER, HttpControl, ModelState
+from textgate.triton.install import (
+    SITE_PACKAGES_ENV,
+    Installation,
+    check_stub_python,
+    find_installation,
+    library_path,
+    site_packages,
+)
 
-BINARY_ENV = "TEXTGATE_TRITONSERVER"
-SITE_PACKAGES_ENV = "TEXTGATE_SITE_PACKAGES"
-API_KEY_HEADER = "textgate-admin-key"  # header of Triton's restricted model-repository API
-# Triton 2.51's gRPC server expects the key under this prefixed metadata name (its error
-# message says so: "expecting header 'triton-grpc-protocol-<key>'").
-GRPC_API_KEY_HEADER = f"triton-grpc-protocol-{API_KEY_HEADER}"
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
-
-
-@dataclass(frozen=True)
-class Installation:
-    """Where a usable tritonserver lives and what it needs to run."""
-
-    binary: Path
-    source: str  # "config", "env TEXTGATE_TRITONSERVER" or "nvidia-pytriton wheel"
-    backend_dir: Path | None  # an install's own backends; None: prepare from the wheel
-    libs_dir: Path | None  # shared libraries the wheel's binary and stub link against
-    python_backend: Path | None  # the wheel's backends/python (libtriton_python.so, utils)
-    stub: Path | None  # the wheel's stub for this interpreter's major.minor
-
-
-@dataclass(frozen=True)
-class ModelState:
-    name: str
-    version: str
-    state: str  # READY, UNAVAILABLE, LOADING, UNLOADING
-    reason: str
-
-
-def _wheel_root() -> Path | None:
-    try:
-        import pytriton
-    except ImportError:
-        return None
-    return Path(pytriton.__file__).resolve().parent
-
-
-def find_installation(
-    config: TritonConfig | None = None, env: Mapping[str, str] | None = None
-) -> Installation:
-    """Config path, then ``$TEXTGATE_TRITONSERVER``, then the nvidia-pytriton wheel."""
-    config = config or TritonConfig()
-    env = os.environ if env is None else env
-    if config.binary is not None:
-        return _external(config.binary, "config triton.binary", config.backend_dir)
-    if env.get(BINARY_ENV):
-        return _external(Path(env[BINARY_ENV]), f"env {BINARY_ENV}", config.backend_dir)
-    root = _wheel_root()
-    if root is None:
-        raise TritonNotFound(
-            "no tritonserver: the nvidia-pytriton wheel is not installed and neither "
-            f"triton.binary nor {BINARY_ENV} is set",
-            hint="pip install 'textgate[serve]', or point triton.binary at a tritonserver",
-        )
-    dist = root / "tritonserver"
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    stub = dist / "python_backend_stubs" / version / "triton_python_backend_stub"
-    if not stub.is_file():
-        have = sorted(p.name for p in (dist / "python_backend_stubs").glob("*"))
-        raise TritonNotFound(
-            f"the nvidia-pytriton wheel has no Python-backend stub for Python {version} "
-            f"(it has {', '.join(have)})",
-            hint="run textgate from a venv made with one of those Python versions",
-        )
-    return Installation(
-        binary=dist / "bin" / "tritonserver",
-        source="nvidia-pytriton wheel",
-        backend_dir=config.backend_dir,
-        libs_dir=root.parent / "nvidia_pytriton.libs",
-        python_backend=dist / "backends" / "python",
-        stub=stub,
-    )
-
-
-def _external(binary: Path, source: str, backend_dir: Path | None) -> Installation:
-    binary = binary.expanduser()
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise TritonNotFound(
-            f"{source} names {binary}, which is not an executable file",
-            hint="fix the path or unset it to use the nvidia-pytriton wheel",
-        )
-    if backend_dir is None:
-        guess = binary.resolve().parent.parent / "backends"  # layout of /opt/tritonserver
-        backend_dir = guess if guess.is_dir() else None
-    return Installation(binary, source, backend_dir, None, None, None)
-
-
-def library_path(inst: Installation, env: Mapping[str, str]) -> str:
-    parts = [str(inst.libs_dir)] if inst.libs_dir else []
-    if env.get("LD_LIBRARY_PATH"):
-        parts.append(env["LD_LIBRARY_PATH"])
-    return os.pathsep.join(parts)
-
-
-def interpreter_libpython() -> Path | None:
-    """The shared libpython this interpreter runs on, or None for a static build."""
-    libdir = sysconfig.get_config_var("LIBDIR")
-    soname = sysconfig.get_config_var("INSTSONAME")
-    if not libdir or not soname:
-        return None
-    path = Path(libdir) / soname
-    return path.resolve() if path.exists() else None
-
-
-def stub_libpython(inst: Installation) -> Path | None:
-    """The libpython the dynamic loader gives the stub (via ldd), or None if unknown."""
-    if inst.stub is None or shutil.which("ldd") is None:
-        return None
-    env = dict(os.environ, LD_LIBRARY_PATH=library_path(inst, os.environ))
-    try:
-        out = subprocess.run(
-            ["ldd", str(inst.stub)], capture_output=True, text=True, env=env, timeout=20
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    match = re.search(r"libpython\S*\s*=>\s*(\S+)", out)
-    if match is None or match.group(1) == "not":
-        return None
-    return Path(match.group(1)).resolve()
-
-
-def check_stub_python(inst: Installation) -> None:
-    """Refuse a stub that would embed a different Python than this interpreter."""
-    if inst.stub is None:
-        return
-    stub_lib = stub_libpython(inst)
-    ours = interpreter_libpython()
-    if stub_lib is None:
-        raise TritonNotFound(
-            f"the Python-backend stub {inst.stub.name} finds no libpython"
-            f"{sys.version_info.major}.{sys.version_info.minor}",
-            hint=f"install the system package libpython{sys.version_info.major}."
-            f"{sys.version_info.minor}",
-        )
-    if ours is None or ours != stub_lib:
-        raise TritonNotFound(
-            f"the Python-backend stub embeds {stub_lib}, but this interpreter "
-            f"({sys.executable}, Python {sys.version.split()[0]}) runs on "
-            f"{ours or 'a static libpython'}; models would import packages built for another "
-            "Python",
-            hint="recreate the venv from the system interpreter that owns that libpython "
-            "(e.g. `/usr/bin/python3.11 -m venv .venv`) and reinstall textgate",
-        )
-
-
-def site_packages() -> list[str]:
-    paths = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    return list(dict.fromkeys(p for p in paths if Path(p).is_dir()))
+# The repository index is quick; a load may take as long as a start.
+_INDEX_TIMEOUT_S = 30.0
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -410,67 +261,32 @@ class TritonServer:
             raise TritonError("tritonserver did not answer GET /v2")
         return data
 
+    @property
+    def control(self) -> HttpControl:
+        """Model control of this process (read per call: the ports are picked at start)."""
+        return HttpControl(
+            self.http_url,
+            self.api_key,
+            timeout_s=self.config.startup_timeout_s,
+            index_timeout_s=_INDEX_TIMEOUT_S,
+            explain=self._excerpt,
+        )
+
     def model_states(self) -> dict[str, ModelState]:
-        """Repository index: one state per model (the worst of its versions)."""
-        raw = self._post("/v2/repository/index", {})
-        states: dict[str, ModelState] = {}
-        for entry in raw if isinstance(raw, list) else []:
-            state = ModelState(
-                entry.get("name", ""),
-                str(entry.get("version", "")),
-                entry.get("state", ""),
-                entry.get("reason", ""),
-            )
-            prev = states.get(state.name)
-            if prev is None or prev.state == "READY":
-                states[state.name] = state
-        return states
+        """Repository index: one state per model; empty while the server does not answer."""
+        try:
+            return self.control.model_states()
+        except TritonError:
+            return {}
 
     def load_model(self, name: str) -> None:
-        """Load (or reload) one model; raise ``ModelLoadError`` with Triton's reason.
-
-        A load may take as long as a start (the Python stubs import ONNX Runtime), so it
-        gets ``startup_timeout_s``; a dead server or a load past that is a ``TritonError``.
-        """
-        try:
-            self._control(name, "load")
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")
-            raise ModelLoadError(name, self._excerpt(name, body)) from None
+        """Load (or reload) one model; ``ModelLoadError`` with Triton's reason and the log
+        lines naming the model. A load gets ``startup_timeout_s`` (the Python stubs import
+        ONNX Runtime); a dead server or a load past that is a ``TritonError``."""
+        self.control.load_model(name)
 
     def unload_model(self, name: str) -> None:
-        try:
-            self._control(name, "unload")
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")
-            raise TritonError(f"unload of model '{name}' refused: HTTP {exc.code} {body}") from None
-
-    def _control(self, name: str, action: str) -> None:
-        """POST .../{name}/{action}; HTTPError passes through, other failures are named."""
-        timeout = self.config.startup_timeout_s
-        # quote: a name with '/', '?' or '#' must not reach another endpoint of the API.
-        path = f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/{action}"
-        try:
-            self._request("POST", path, {}, timeout=timeout)
-        except urllib.error.HTTPError:
-            raise
-        except TimeoutError:
-            raise TritonError(
-                f"{action} of model '{name}' took longer than {timeout:g} s "
-                "(Triton may still be working on it)",
-                hint=f"raise triton.startup_timeout_s, or read the log: {self._log_path}",
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, TimeoutError):
-                raise TritonError(
-                    f"{action} of model '{name}': no answer within {timeout:g} s"
-                ) from None
-            raise TritonError(
-                f"{action} of model '{name}' failed: tritonserver at {self.http_url} is not "
-                f"reachable ({reason})",
-                hint="is it running? server.check() says whether the process died",
-            ) from None
+        self.control.unload_model(name)
 
     # --- internals -------------------------------------------------------------------
 
@@ -566,28 +382,7 @@ class TritonServer:
         return "127.0.0.1" if self.config.address in ("0.0.0.0", "") else self.config.address
 
     def _get(self, path: str) -> Any:
-        try:
-            return self._request("GET", path, None)
-        except (urllib.error.URLError, OSError, ValueError):
-            return None
-
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        try:
-            return self._request("POST", path, body)
-        except (urllib.error.URLError, OSError, ValueError):
-            return None
-
-    def _request(
-        self, method: str, path: str, body: dict[str, Any] | None, *, timeout: float = 30.0
-    ) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {API_KEY_HEADER: self.api_key} if self.api_key else {}
-        req = urllib.request.Request(
-            f"http://{self.http_url}{path}", data=data, method=method, headers=headers
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            text = resp.read().decode("utf-8")
-        return json.loads(text) if text else {}
+        return self.control.get(path)
 
     @staticmethod
     def _kill_group(pgid: int) -> None:
@@ -608,89 +403,3 @@ def repository_models(repository: Path) -> list[str]:
         return []
     names = sorted(p.parent.name for p in repository.glob("*/config.pbtxt"))
     return names
-
-
-# --- doctor -------------------------------------------------------------------------------
-
-
-def diagnose(config: TritonConfig | None = None, *, start: bool = True) -> list[dict[str, Any]]:
-    """Every serving check as {check, ok, detail, fix, optional}; never raises."""
-    config = config or TritonConfig()
-    checks: list[dict[str, Any]] = []
-
-    def add(name: str, ok: bool, detail: str, fix: str = "", optional: bool = False) -> None:
-        checks.append({"check": name, "ok": ok, "detail": detail, "fix": fix, "optional": optional})
-
-    try:
-        inst = find_installation(config)
-        add("tritonserver", True, f"{inst.binary} ({inst.source})")
-    except TritonNotFound as exc:
-        add("tritonserver", False, exc.message, exc.hint or "")
-        inst = None
-    if inst is not None and inst.stub is not None:
-        try:
-            check_stub_python(inst)
-            add("stub python", True, f"{stub_libpython(inst)} = this interpreter's libpython")
-        except TritonNotFound as exc:
-            add("stub python", False, exc.message, exc.hint or "")
-    if inst is not None and start:
-        add(*_version_check(config))
-    _runtime_checks(add)
-    return checks
-
-
-def _version_check(config: TritonConfig) -> tuple[str, bool, str, str]:
-    with tempfile.TemporaryDirectory(prefix="textgate-doctor-") as empty:
-        cfg = TritonConfig(
-            binary=config.binary,
-            backend_dir=config.backend_dir,
-            http_port=0,
-            grpc_port=0,
-            metrics_port=0,
-            exit_timeout_s=1,
-            startup_timeout_s=60,
-        )
-        server = TritonServer(empty, models=[], config=cfg)
-        try:
-            with server:
-                meta = server.metadata()
-            return ("tritonserver version", True, f"{meta.get('name')} {meta.get('version')}", "")
-        except TritonError as exc:
-            return ("tritonserver version", False, exc.message.splitlines()[0], exc.hint or "")
-
-
-def _runtime_checks(add: Any) -> None:
-    from importlib import metadata
-
-    for dist, fix in (
-        ("onnxruntime", "pip install onnxruntime"),
-        ("tokenizers", "pip install tokenizers"),
-        ("tritonclient", "pip install 'textgate[serve]'"),
-    ):
-        try:
-            add(dist, True, metadata.version(dist))
-        except metadata.PackageNotFoundError:
-            add(dist, False, "not installed", fix)
-    try:
-        import onnxruntime as ort
-
-        providers = ort.get_available_providers()
-        add("onnxruntime providers", True, ", ".join(providers))
-    except ImportError:
-        providers = []
-    gpu = shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
-    add(
-        "gpu",
-        gpu,
-        "NVIDIA device present" if gpu else "none: the embedded server runs on CPU",
-        "" if gpu else "only needed for target triton-container with instance kind gpu",
-        optional=True,
-    )
-    if gpu and "CUDAExecutionProvider" not in providers:
-        add(
-            "onnxruntime CUDA",
-            False,
-            "a GPU is present but onnxruntime has no CUDAExecutionProvider",
-            "pip install onnxruntime-gpu (in place of onnxruntime)",
-            optional=True,
-        )
