@@ -70,6 +70,34 @@ def _per_class(cm: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, flo
     return out
 
 
+def f1_score(
+    y_true: Sequence[int] | np.ndarray,
+    y_pred: Sequence[int] | np.ndarray,
+    k: int,
+    *,
+    zero_division: float = 0.0,
+) -> float:
+    """From class ids: F1 of class 1 when ``k == 2``, macro F1 otherwise.
+
+    A class that is neither true nor predicted anywhere scores ``zero_division`` (as
+    scikit-learn's argument of that name); the release gate passes 1.0, so two models that
+    both never see a class are not told apart by it.
+    """
+    cm = confusion_matrix(np.asarray(y_true, np.int64), np.asarray(y_pred, np.int64), k)
+    scores = []
+    for c in [1] if k == 2 else range(k):
+        tp = int(cm[c, c])
+        fp, fn = int(cm[:, c].sum()) - tp, int(cm[c, :].sum()) - tp
+        scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else zero_division)
+    return float(np.mean(scores))
+
+
+def agreement(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:
+    """The share of rows where two predictions agree; 0.0 when there are none."""
+    a_, b_ = np.asarray(a), np.asarray(b)
+    return float(np.mean(a_ == b_)) if len(a_) else 0.0
+
+
 def roc_auc(y_true: Sequence[int], scores: np.ndarray) -> float | None:
     """Area under the ROC curve for binary 0/1 labels; ``None`` if one class is absent."""
     y = np.asarray(y_true, dtype=np.int64)
