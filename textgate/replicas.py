@@ -16,13 +16,12 @@ versions than the state says stays out of rotation with that reason.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from textgate.errors import TritonError
-from textgate.release import HttpControl, Releases
+from textgate.release import Releases
+from textgate.triton.control import HttpControl
 
 _PING_TIMEOUT_S = 1.0
 
@@ -80,11 +79,7 @@ class _Missing:
 
 
 def alive(control: HttpControl) -> bool:
-    try:
-        with urllib.request.urlopen(f"{control.url}/v2/health/live", timeout=_PING_TIMEOUT_S):
-            return True
-    except (urllib.error.URLError, OSError):
-        return False
+    return control.live(timeout_s=_PING_TIMEOUT_S)
 
 
 def reconcile_replica(manager: Releases, control: HttpControl) -> str | None:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from textgate import bundle, release
+from textgate import bundle, names, release
 from textgate.config import ReleaseConfig
 from textgate.errors import BundleError, GateFailed, InvalidInput, ModelLoadError, ReleaseError
+from textgate.release import gate
 
 HERE = Path(__file__).resolve().parent
 
@@ -218,7 +219,8 @@ def test_canary_is_sticky_and_near_the_share(
     assert all(release.pick(state, "spam", f"tenant-{i}") == picks[i] for i in range(200))
     assert {r["version"]: r["state"] for r in rel.list_versions()}[2] == "canary 10 %"
     rel.shadow("spam")
-    assert release.shadow_target(rel.state, "spam") == 2
+    shadowed = rel.state.tasks["spam"]
+    assert (shadowed.mode, shadowed.candidate) == ("shadow", 2)
     assert release.pick(rel.state, "spam", "tenant-1") == 1
 
 
@@ -331,8 +333,8 @@ def test_killed_after_each_step_reopens_consistent(tmp_path: Path, op: str, step
     state = rel.state
     assert release.check_invariants(state) == []
     assert not rel.journal_path.exists()
-    serving = state["tasks"]["spam"]["serving"]
-    committed = state["seq"] > before["seq"]
+    serving = state.tasks["spam"].serving
+    committed = state.seq > before.seq
     if op == "add":
         assert committed == (step >= 4)
         assert (repo / "spam_v4").is_dir() == committed
@@ -341,7 +343,7 @@ def test_killed_after_each_step_reopens_consistent(tmp_path: Path, op: str, step
         assert serving == ({"promote": 3, "rollback": 1}[op] if step >= 3 else 2)
     loaded = {m for m in control._get() if m.startswith("spam_v") and "_" not in m[6:]}
     assert loaded == {
-        f"spam_v{v}" for v, i in state["tasks"]["spam"]["versions"].items() if not i.get("retired")
+        f"spam_v{v}" for v, i in state.tasks["spam"].versions.items() if not i.retired
     }
     # and the store still works after the crash
     rel.add(make_bundle(tmp_path, "after"), "spam")
@@ -364,8 +366,8 @@ def test_check_invariants_flags_a_broken_state() -> None:
 
 
 def test_names_round_trip() -> None:
-    assert release.parse_ensemble(release.ensemble("spam_x", 12)) == ("spam_x", 12)
-    assert release.parse_ensemble("spam") is None
+    assert names.parse_version(release.ensemble("spam_x", 12)) == ("spam_x", 12)
+    assert names.parse_version("spam") is None
     assert callable(release.Releases.list_versions)
     _: Callable[..., Any] = release.bucket
 
@@ -411,24 +413,24 @@ def test_compare_paces_its_inference_to_the_configured_rate(
     # A fake clock: the pacing is checked by the sleeps it asks for, not by wall time.
     now = [0.0]
     slept: list[float] = []
-    monkeypatch.setattr(release.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(gate.time, "monotonic", lambda: now[0])
 
     def sleep(s: float) -> None:
         slept.append(s)
         now[0] += s
 
-    monkeypatch.setattr(release.time, "sleep", sleep)
+    monkeypatch.setattr(gate.time, "sleep", sleep)
     calls: list[int] = []
 
     def infer(model: str, texts: Sequence[str]) -> np.ndarray:
         calls.append(len(texts))
         return np.full((len(texts), 2), 0.5, np.float32)
 
-    out = release._probs(infer, "spam_v1", ["t"] * 40, 2, rate=20.0)
+    out = gate.probs(infer, "spam_v1", ["t"] * 40, 2, rate=20.0)
     assert out.shape == (40, 2)
     assert calls == [8] * 5
     assert now[0] == pytest.approx(40 / 20.0)  # 40 texts at 20/s take 2 s
-    assert release._probs(infer, "spam_v1", ["t"] * 16, 2, rate=0.0).shape == (16, 2)
+    assert gate.probs(infer, "spam_v1", ["t"] * 16, 2, rate=0.0).shape == (16, 2)
     assert len(slept) == 5  # the unpaced call asked for no sleep
 
 
@@ -523,9 +525,9 @@ def test_a_changed_installed_manifest_is_not_loaded(
     served: tuple[release.Releases, FileControl, Path],
 ) -> None:
     rel, control, _ = served
-    info = rel.state["tasks"]["spam"]["versions"]["1"]
+    info = rel.state.tasks["spam"].versions[1]
     installed = rel.dir / "bundles" / "spam" / "1" / bundle.MANIFEST
-    assert info["manifest_sha256"] == bundle.sha256_file(installed)
+    assert info.manifest_sha256 == bundle.sha256_file(installed)
     rel.verify_installed("spam", 1)
     data = json.loads(installed.read_text(encoding="utf-8"))
     data["labels"] = ["spam", "ham"]  # every listed file's hash still matches

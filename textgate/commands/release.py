@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textgate import errors
 from textgate.commands.common import Subparsers, command, fmt, load_config, out, print_json
+
+if TYPE_CHECKING:
+    from textgate.release.ops import Param
 
 
 def register(sub: Subparsers) -> None:
@@ -31,40 +34,42 @@ def register(sub: Subparsers) -> None:
         ),
     )
     ops = p.add_subparsers(dest="release_command", metavar="OP", required=True)
-    add = ops.add_parser("add", help="verify a bundle, add it as the next version, load it")
-    add.add_argument("repo", type=Path, help="release-managed model repository (created)")
-    add.add_argument("bundle", type=Path, help="bundle directory (textgate export/build)")
-    add.add_argument("--task", required=True)
-    simple = {
-        "list": "versions: hash, metrics, variant, state, load status",
-        "canary": "a sticky share of traffic to the candidate",
-        "shadow": "copy live traffic to the candidate; answers unaffected",
-        "standby": "stop canary/shadow; the candidate stays loaded",
-        "compare": "candidate vs serving on shadowed texts (+ --data); the gate",
-        "promote": "candidate -> serving (gate passed, or --force --reason)",
-        "rollback": "back to the previous serving version",
-        "gc": "delete the files of retired versions",
-    }
-    parsers = {"add": add} | {name: ops.add_parser(name, help=h) for name, h in simple.items()}
-    for name, q in parsers.items():
-        if name != "add":
+    from textgate.release.ops import OPERATIONS
+
+    for op in OPERATIONS:  # the one table the admin API iterates too
+        q = ops.add_parser(op.name, help=op.help)
+        if op.repo_positional:
+            q.add_argument("repo", type=Path, help="release-managed model repository (created)")
+        else:
             q.add_argument("--repo", type=Path, help="offline: the repository (default: config)")
-            q.add_argument("--task", required=name not in ("list", "gc"))
+        for param in op.params:
+            _add_param(q, param, positional=op.repo_positional and param.path)
+        if op.param("task") is None:
+            q.add_argument("--task", help=argparse.SUPPRESS)  # accepted, as always; unused
         q.add_argument("--url", help="gateway base URL: use its admin API")
         q.add_argument("--token", help="admin token (default: TEXTGATE_GATEWAY__ADMIN_TOKEN)")
         q.add_argument("--triton", help="offline: Triton HTTP host:port for model control")
         q.add_argument("--config", type=Path, help="YAML config file")
         q.add_argument("--json", action="store_true", help="print JSON")
         q.set_defaults(handler=_run_release)
-    parsers["canary"].add_argument("--percent", type=float, required=True)
-    parsers["canary"].add_argument("--key", choices=("tenant", "sender", "request_id"))
-    parsers["compare"].add_argument("--data", type=Path, help='JSONL {"text", "label"}')
-    parsers["compare"].add_argument(
-        "--feedback", type=Path, help="feedback store: report accuracy on the corrections too"
-    )
-    parsers["promote"].add_argument("--force", action="store_true")
-    for name in ("promote", "rollback", "standby"):
-        parsers[name].add_argument("--reason", default="", help="recorded in the history")
+
+
+def _add_param(q: argparse.ArgumentParser, param: Param, *, positional: bool) -> None:
+    """One argument of the operations table as a flag (or, for add, a positional)."""
+    kind = Path if param.path else param.kind
+    if positional:
+        q.add_argument(param.name, type=kind, help=param.help)
+    elif kind is bool:
+        q.add_argument(f"--{param.name}", action="store_true", help=param.help)
+    else:
+        q.add_argument(
+            f"--{param.name}",
+            type=kind,
+            required=param.required,
+            default=param.default,
+            choices=param.choices or None,
+            help=param.help,
+        )
 
 
 def _run_release(args: argparse.Namespace) -> int:
@@ -79,31 +84,24 @@ def _run_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _release_body(args: argparse.Namespace) -> dict[str, Any]:
-    keys = ("task", "percent", "key", "force", "reason")
-    body = {k: getattr(args, k) for k in keys if getattr(args, k, None) not in (None, "")}
-    if args.release_command == "add":
-        body["bundle"] = str(args.bundle.resolve())
-    if getattr(args, "data", None) is not None:
-        body["data"] = str(args.data.resolve())
-    return body
-
-
 def _release_remote(args: argparse.Namespace, url: str) -> Any:
     import os
 
     import httpx
 
+    from textgate.release.ops import BY_NAME, remote_body
+
     token = args.token or os.environ.get("TEXTGATE_GATEWAY__ADMIN_TOKEN", "")
     headers = {"Authorization": f"Bearer {token}"}
     op = args.release_command
+    operation = BY_NAME[op]
+    body = remote_body(operation, vars(args))
+    target = f"{url}/admin{operation.route}"
     try:
-        if op == "list":
-            params = {"task": args.task} if args.task else {}
-            r = httpx.get(f"{url}/admin/release/versions", params=params, headers=headers)
+        if operation.method == "GET":
+            r = httpx.get(target, params=body, headers=headers)
         else:
-            body = _release_body(args)
-            r = httpx.post(f"{url}/admin/release/{op}", json=body, headers=headers, timeout=600)
+            r = httpx.post(target, json=body, headers=headers, timeout=600)
     except httpx.HTTPError as exc:
         raise errors.TextgateError(f"gateway at {url} unreachable: {exc}") from None
     if r.status_code != 200:
@@ -132,27 +130,8 @@ def _release_offline(args: argparse.Namespace) -> Any:
     triton = args.triton or config.release.triton_http
     control = release.HttpControl(triton, config.release.triton_api_key) if triton else None
     rel = release.Releases(repo, config.release, repository=config.repository, control=control)
-    op = args.release_command
-    if op == "add":
-        return rel.add(args.bundle, args.task)
-    if op == "list":
-        return {"versions": rel.list_versions(args.task)}
-    if op == "compare":
-        if control is None:
-            raise errors.ConfigError("release.triton_http", "compare runs the models: --triton")
-        infer = release.http_infer(triton)
-        return rel.compare(args.task, infer, data=args.data, feedback=args.feedback)
-    if op == "gc":
-        return {"removed": rel.gc()}
-    if op == "canary":
-        return rel.canary(args.task, args.percent, args.key)
-    if op == "promote":
-        return rel.promote(args.task, force=args.force, reason=args.reason)
-    if op == "rollback":
-        return rel.rollback(args.task, reason=args.reason)
-    if op == "standby":
-        return rel.standby(args.task, args.reason)
-    return rel.shadow(args.task)
+    infer = control.infer if control is not None else None
+    return release.BY_NAME[args.release_command].call(rel, vars(args), infer)
 
 
 def _print_versions(rows: Sequence[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import inspect
 import logging
 import time
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from fastapi import APIRouter, Depends, Request
 from prometheus_client import Counter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from textgate import release, replicas
 from textgate.config import Config
@@ -136,17 +137,23 @@ class ReleaseHook(release.StateView):
         texts: Sequence[str] = (),
         probs: Sequence[Sequence[float]] = (),
     ) -> None:
-        t = self.state.get("tasks", {}).get(route.task)
+        t = self.state.tasks.get(route.task)
         if t is None or not route.version.isdigit():
             return
-        if t.get("mode") == "canary":
+        if t.mode == "canary":
             watch = self.watches.setdefault(route.task, release.CanaryWatch(self.settings))
             scores: list[float | None] = [float(p[-1]) for p in probs] or [None]
             for score in scores:
                 watch.record(int(route.version), ok=ok, latency_s=latency_s, score=score)
-        elif t.get("mode") == "shadow" and ok and texts and self._shadows < _SHADOW_IN_FLIGHT:
+        elif (
+            t.mode == "shadow"
+            and t.candidate is not None
+            and ok
+            and texts
+            and self._shadows < _SHADOW_IN_FLIGHT
+        ):
             self._shadows += 1
-            task = asyncio.ensure_future(self._shadow(route, t["candidate"], texts, probs))
+            task = asyncio.ensure_future(self._shadow(route, t.candidate, texts, probs))
             task.add_done_callback(lambda _t: self._release_shadow())
 
     def _release_shadow(self) -> None:
@@ -193,14 +200,14 @@ class ReleaseHook(release.StateView):
     async def check_canaries(self) -> list[str]:
         """Stop every canary past its bounds; return the tasks rolled back."""
         stopped = []
-        for task, t in self.refresh(force=True).get("tasks", {}).items():
+        for task, t in self.refresh(force=True).tasks.items():
             watch = self.watches.get(task)
-            if t.get("mode") != "canary" or watch is None:
+            if t.mode != "canary" or t.candidate is None or watch is None:
                 continue
-            why = watch.verdict(int(t["serving"]), int(t["candidate"]))
+            why = watch.verdict(t.serving, t.candidate)
             if why is None:
                 continue
-            reason = f"automatic rollback of canary v{t['candidate']}: {why}"
+            reason = f"automatic rollback of canary v{t.candidate}: {why}"
             after = await asyncio.to_thread(self.manager.standby, task, reason)
             watch.reset()
             self.auto_rollbacks.labels(task).inc()
@@ -263,7 +270,6 @@ def release_hook(config: Config, gateway: Gateway) -> ReleaseHook | None:
 # Admin bodies are a few small JSON fields; a 32 MB unauthenticated body was read and
 # parsed before the token was looked at.
 MAX_BODY = 65_536
-_TASK = Field(pattern=f"^{release.TASK_PATTERN}$", description="task name")
 _MODEL = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", description="Triton model name")
 
 
@@ -305,37 +311,6 @@ router = APIRouter(
 )
 
 
-class AddBody(BaseModel):
-    bundle: str = Field(
-        description="bundle directory, as the gateway's host sees it", min_length=1, max_length=4096
-    )
-    task: str = _TASK
-
-
-class CanaryBody(BaseModel):
-    task: str = _TASK
-    percent: float = Field(ge=0, le=100)
-    key: str | None = Field(None, description="tenant | sender | request_id")
-
-
-class TaskBody(BaseModel):
-    task: str = _TASK
-    reason: str = Field("", max_length=1000)
-
-
-class CompareBody(BaseModel):
-    task: str = _TASK
-    data: str | None = Field(
-        None, description='JSONL {"text", "label"} on the gateway host', max_length=4096
-    )
-
-
-class PromoteBody(BaseModel):
-    task: str = _TASK
-    force: bool = False
-    reason: str = Field("", max_length=1000)
-
-
 class ModelBody(BaseModel):
     model: str = _MODEL
 
@@ -375,79 +350,74 @@ async def _run(request: Request, op: str, fn: Any, *args: Any, **kw: Any) -> Any
     return result
 
 
-@router.get("/release/versions", summary="Versions of every released task")
-async def versions(request: Request, task: str | None = None) -> dict[str, Any]:
-    hook = _hook(request)
-    rows = await asyncio.to_thread(hook.manager.list_versions, task)
-    return {"versions": rows}
+def _body_model(op: release.Operation) -> type[BaseModel] | None:
+    """The request body of ``op``, from its parameters in the operations table."""
+    fields: dict[str, Any] = {}
+    for p in op.params:
+        if not p.remote:
+            continue
+        kind: Any = p.kind if p.required else p.kind | None
+        bounds = {k: getattr(p, k) for k in ("ge", "le", "min_length", "max_length", "pattern")}
+        bounds = {k: v for k, v in bounds.items() if v is not None}
+        default = ... if p.required else p.default
+        fields[p.name] = (kind, Field(default, description=p.help, **bounds))
+    return create_model(f"{op.name.title()}Body", **fields) if fields else None
 
 
-@router.post("/release/add", summary="Verify a bundle, add it as the next version, load it")
-async def add(body: AddBody, request: Request) -> dict[str, Any]:
-    m = _hook(request).manager
-    return dict(await _run(request, "add", m.add, Path(body.bundle), body.task))
-
-
-@router.post("/release/canary", summary="A sticky share of traffic to the candidate")
-async def canary(body: CanaryBody, request: Request) -> dict[str, Any]:
-    hook = _hook(request)
-    hook.watches.pop(body.task, None)  # a new canary is judged on its own requests
-    m = hook.manager
-    return dict(await _run(request, "canary", m.canary, body.task, body.percent, body.key))
-
-
-@router.post("/release/shadow", summary="Copy live traffic to the candidate")
-async def shadow(body: TaskBody, request: Request) -> dict[str, Any]:
-    return dict(await _run(request, "shadow", _hook(request).manager.shadow, body.task))
-
-
-@router.post("/release/standby", summary="Stop canary/shadow; the candidate stays loaded")
-async def standby(body: TaskBody, request: Request) -> dict[str, Any]:
-    m = _hook(request).manager
-    return dict(await _run(request, "standby", m.standby, body.task, body.reason))
-
-
-@router.post("/release/compare", summary="Candidate vs serving on shadowed traffic (+ data)")
-async def compare(body: CompareBody, request: Request) -> dict[str, Any]:
-    hook = _hook(request)
+def _infer_of(hook: ReleaseHook) -> release.Infer:
+    """Compare's inference through the gateway's own Triton client, from a worker thread."""
     loop = asyncio.get_running_loop()
 
     def infer(model: str, texts: Sequence[str]) -> np.ndarray:
-        client = hook.gateway.runtime.client
-        coro = client.infer(model, list(texts))
+        coro = hook.gateway.runtime.client.infer(model, list(texts))
         return asyncio.run_coroutine_threadsafe(coro, loop).result().probabilities
 
-    m = hook.manager
-    # The operators' corrections this gateway collected: their accuracy goes in the report.
+    return infer
+
+
+def _feedback_of(hook: ReleaseHook) -> Path | None:
+    """The operators' corrections this gateway collected: their accuracy goes in the report."""
     store = getattr(getattr(hook.gateway.config, "feedback", None), "path", None)
-    fb = store if store is not None and Path(store).is_file() else None
-    return dict(
-        await _run(request, "compare", m.compare, body.task, infer, data=body.data, feedback=fb)
-    )
+    return Path(store) if store is not None and Path(store).is_file() else None
 
 
-@router.post("/release/promote", summary="Candidate -> serving (gate, or force + reason)")
-async def promote(body: PromoteBody, request: Request) -> dict[str, Any]:
+async def _operate(request: Request, op: release.Operation, args: dict[str, Any]) -> Any:
     hook = _hook(request)
-    m = hook.manager
-    t = dict(
-        await _run(request, "promote", m.promote, body.task, force=body.force, reason=body.reason)
-    )
-    await hook.emit(body.task, "promote", t)
-    return t
+    if op.read_only:
+        return await asyncio.to_thread(op.call, hook.manager, args, None)
+    if op.restarts_watch:
+        hook.watches.pop(args["task"], None)  # a new canary is judged on its own requests
+    infer = None
+    if op.runs_models:
+        infer, args["feedback"] = _infer_of(hook), _feedback_of(hook)
+    result = await _run(request, op.name, op.call, hook.manager, args, infer)
+    if op.emits:
+        await hook.emit(args["task"], op.name, result)
+    return result
 
 
-@router.post("/release/rollback", summary="Back to the previous serving version")
-async def rollback(body: TaskBody, request: Request) -> dict[str, Any]:
-    hook = _hook(request)
-    t = dict(await _run(request, "rollback", hook.manager.rollback, body.task, reason=body.reason))
-    await hook.emit(body.task, "rollback", t)
-    return t
+def _endpoint(op: release.Operation) -> Any:
+    """A route of ``op``: query parameters for a GET, else its body model (or none)."""
+    model = _body_model(op)
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("request", kw, annotation=Request)]
+    if op.method == "GET":
+        params += [inspect.Parameter(p.name, kw, default=None, annotation=str | None)
+                   for p in op.params]  # fmt: skip
+    elif model is not None:
+        params.append(inspect.Parameter("body", kw, annotation=model))
+
+    async def endpoint(request: Request, body: BaseModel | None = None, **query: Any) -> Any:
+        args = body.model_dump() if body is not None else dict(query)
+        return await _operate(request, op, args)
+
+    endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    endpoint.__name__ = f"release_{op.name}"
+    return endpoint
 
 
-@router.post("/release/gc", summary="Delete the files of retired versions")
-async def gc(request: Request) -> dict[str, Any]:
-    return {"removed": await _run(request, "gc", _hook(request).manager.gc)}
+for _op in release.OPERATIONS:
+    router.add_api_route(_op.route, _endpoint(_op), methods=[_op.method], summary=_op.help)
 
 
 @router.post("/triton/load", summary="Load one Triton model (through the release control)")

@@ -78,7 +78,7 @@ def open_releases(
         task = str(bundle.read_manifest(source).get("task") or "")
         if not task:
             raise BundleError(f"{source}: the manifest names no task", file=bundle.MANIFEST)
-        if task in releases.state["tasks"]:
+        if task in releases.state.tasks:
             continue  # released already: the state, not the bundle, says what serves
         log(f"adding {source} as release v1 of '{task}' in {repo}")
         releases.add(source, task)

@@ -129,5 +129,5 @@ def test_the_shadow_log_honours_store_text(tmp_path: Path, store: bool) -> None:
     row = json.loads(line)
     assert ("secret text" in line) is store
     assert ("text_sha256" in row) is not store
-    assert hook.manager.shadow_texts("spam") == (["secret text"] if store else [])
+    assert hook.manager.shadow_log.texts("spam") == (["secret text"] if store else [])
     gw.events.outbox.close()
