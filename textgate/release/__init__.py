@@ -43,7 +43,7 @@ from textgate.release.state import (
     write_json_atomic,
     write_state,
 )
-from textgate.release.store import CRASH_ENV, Releases, crash_point
+from textgate.release.store import CRASH_ENV, Releases
 from textgate.release.watch import CanaryWatch, psi
 from textgate.triton.control import HttpControl, ModelControl, http_infer
 
@@ -69,7 +69,6 @@ __all__ = [
     "bucket",
     "check_invariants",
     "check_task",
-    "crash_point",
     "ensemble",
     "gate_report",
     "http_infer",

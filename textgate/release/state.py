@@ -194,10 +194,6 @@ class ReleaseState:
             raise ReleaseError(f"task '{name}' has no release")
         return t
 
-    def copy(self) -> ReleaseState:
-        """A deep copy to change: a state others hold (the gateway's view) never moves."""
-        return ReleaseState.from_dict(self.to_dict())
-
     @classmethod
     def from_dict(cls, data: Any, where: str = "state") -> ReleaseState:
         d = _mapping(data, where)
