@@ -55,3 +55,22 @@ def test_a_task_name_is_checked_once() -> None:
 
 def test_the_glob_of_a_version_escapes_its_name() -> None:
     assert names.member_glob("s[p]am_v1") == "s[[]p]am_v1_*"
+
+
+def test_names_triton_and_release_import_no_higher_layer() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, textgate.names, textgate.repository, textgate.triton, textgate.release; "
+        "print(sorted(m for m in sys.modules if m.startswith(('textgate.gateway', "
+        "'textgate.cli', 'textgate.commands', 'textgate.replicas'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    probe = (
+        "import sys, textgate.names; "
+        "print(sorted(m for m in sys.modules if m.startswith('textgate.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['textgate.errors', 'textgate.names']"
