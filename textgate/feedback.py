@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import sqlite3
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from textgate.errors import FeedbackError, Overloaded
+from textgate.store import SQLiteStore
 
 SCHEMA_VERSION = 1
 HOUR_S = 3600.0
@@ -137,35 +136,14 @@ class Recent:
         return len(self._items)
 
 
-class FeedbackStore:
+class FeedbackStore(SQLiteStore):
     def __init__(self, path: Path, *, max_per_tenant_per_hour: int = 1000) -> None:
-        self.path = Path(path)
+        super().__init__(path, ddl=_DDL, schema_version=SCHEMA_VERSION, error=FeedbackError)
         self.max_per_tenant_per_hour = max_per_tenant_per_hour
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_DDL)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        except (sqlite3.Error, OSError) as exc:
-            raise FeedbackError(str(exc), path=self.path) from exc
 
     @classmethod
     def from_config(cls, config: Any) -> FeedbackStore:
         return cls(config.path, max_per_tenant_per_hour=config.max_per_tenant_per_hour)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return list(self._db.execute(sql, args).fetchall())
-            except sqlite3.Error as exc:
-                raise FeedbackError(str(exc), path=self.path) from exc
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -184,11 +162,8 @@ class FeedbackStore:
     ) -> Correction:
         """Store one correction; ``Overloaded`` (429) past the tenant's hourly allowance."""
         now = time.time() if now is None else now
-        with self._lock:
-            try:
-                return self._add(task, label, text, source, tenant, raw, request_id, previous, now)
-            except sqlite3.Error as exc:
-                raise FeedbackError(str(exc), path=self.path) from exc
+        with self._locked():
+            return self._add(task, label, text, source, tenant, raw, request_id, previous, now)
 
     def _add(
         self,
@@ -246,14 +221,11 @@ class FeedbackStore:
 
     def remove(self, *, text_sha256: str, tenant: str | None = None) -> int:
         """Forget a tenant's corrections of one text (spamc -L forget); how many went."""
-        with self._lock:
-            try:
-                cur = self._db.execute(
-                    "DELETE FROM corrections WHERE text_sha256 = ? AND tenant = ?",
-                    (text_sha256, tenant or ""),
-                )
-            except sqlite3.Error as exc:
-                raise FeedbackError(str(exc), path=self.path) from exc
+        with self._locked() as db:
+            cur = db.execute(
+                "DELETE FROM corrections WHERE text_sha256 = ? AND tenant = ?",
+                (text_sha256, tenant or ""),
+            )
             return int(cur.rowcount)
 
     # --- reads (a console's API) ----------------------------------------------------------

