@@ -13,9 +13,10 @@ import sys
 from typing import Any
 
 from textgate.gateway import outbox
+from textgate.gateway.outbox import writer
 
 _put_batch = outbox.Outbox._put_batch
-_commit = outbox.Outbox._commit
+_commit = writer.Writer._commit
 _seen = {"puts": 0}
 
 
@@ -32,7 +33,7 @@ def commit(self: Any, conn: Any, group: Any) -> None:
 
 
 outbox.Outbox._put_batch = put_batch  # type: ignore[method-assign]
-outbox.Outbox._commit = commit  # type: ignore[method-assign]
+writer.Writer._commit = commit  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     from textgate.cli import main

@@ -1,6 +1,6 @@
 """Normalization and the event outbox behind two small interfaces.
 
-Both come from sibling modules (``normalize/``; ``events.py`` + ``outbox.py``). The gateway
+Both come from other modules (``textgate.normalize``; ``events.py`` + ``outbox/``). The gateway
 talks only to ``Preparer`` and ``EventSink`` so that it keeps working, in a reduced form
 (plain text and a best-effort MIME walk; no events), where those modules are absent.
 """
