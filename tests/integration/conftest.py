@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from fixtures_models import bert_checkpoint as tiny_checkpoint
-from triton_settings import repo_settings, server_config
+from servers import triton
+from triton_settings import repo_settings
 
 from textgate.repository import build
 from textgate.triton import TritonServer
@@ -44,10 +45,5 @@ def embedded_repo(tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="session")
 def triton_server(embedded_repo: Path) -> Iterator[TritonServer]:
-    server = TritonServer(embedded_repo, config=server_config())
-    server.start()
-    try:
-        server.wait_ready()
+    with triton(embedded_repo) as server:
         yield server
-    finally:
-        server.stop()

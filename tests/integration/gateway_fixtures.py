@@ -7,6 +7,7 @@ plus ``spam_fp32``: enough to exercise the re-score path without a real quantize
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import threading
 import time
@@ -73,3 +74,15 @@ def run_gateway(
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def httpx_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A schemathesis case's request arguments as httpx takes them (``data`` as content)."""
+    out: dict[str, Any] = {}
+    for key in ("headers", "params", "json", "content"):
+        if kwargs.get(key) is not None:
+            out[key] = kwargs[key]
+    if kwargs.get("data") is not None:
+        data = kwargs["data"]
+        out["content"] = data if isinstance(data, bytes | str) else json.dumps(data)
+    return out

@@ -9,6 +9,7 @@ port: in-memory storage comes back empty).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 import os
@@ -155,11 +156,10 @@ def _read_to(
     return keys
 
 
-@pytest.fixture
-def tansu_broker() -> Iterator[TansuBroker]:
-    """A fresh broker per test (it starts in milliseconds); always stopped."""
-    binary = tansu_binary()
-    pytest.importorskip("confluent_kafka", reason="serve extra: pip install confluent-kafka")
+@contextlib.contextmanager
+def running_tansu(binary: Path | None = None) -> Iterator[TansuBroker]:
+    """A started broker on a free port, its files in a temporary folder; always stopped."""
+    binary = binary or tansu_binary()
     with tempfile.TemporaryDirectory(prefix="tansu-") as tmp:
         broker = TansuBroker(binary, free_port(), Path(tmp))
         try:
@@ -167,3 +167,12 @@ def tansu_broker() -> Iterator[TansuBroker]:
             yield broker
         finally:
             broker.stop()
+
+
+@pytest.fixture
+def tansu_broker() -> Iterator[TansuBroker]:
+    """A fresh broker per test (it starts in milliseconds); always stopped."""
+    binary = tansu_binary()
+    pytest.importorskip("confluent_kafka", reason="serve extra: pip install confluent-kafka")
+    with running_tansu(binary) as broker:
+        yield broker

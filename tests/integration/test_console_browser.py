@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +23,8 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 from gateway_fixtures import RunningGateway, run_gateway
-from kafka_fixtures import TansuBroker, tansu_binary
+from kafka_fixtures import TansuBroker, running_tansu
+from servers import debian_tool
 
 from textgate.triton import TritonServer, free_port
 
@@ -56,12 +56,6 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
     "--window-size=1280,900",
 )
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    assert path, f"{name} is not installed: scripts/bootstrap.sh installs it (DEB_PACKAGES)"
-    return path
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -96,14 +90,8 @@ def trap() -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[TansuBroker]:
-    binary = tansu_binary()
-    with tempfile.TemporaryDirectory(prefix="tansu-") as tmp:
-        b = TansuBroker(binary, free_port(), Path(tmp))
-        try:
-            b.start()
-            yield b
-        finally:
-            b.stop()
+    with running_tansu() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -150,11 +138,11 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = Options()
-    options.binary_location = _tool("chromium")
+    options.binary_location = debian_tool("chromium")
     for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    service = Service(_tool("chromedriver"), log_output=str(tmp_path / "chromedriver.log"))
+    service = Service(debian_tool("chromedriver"), log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(options=options, service=service)
     try:
         driver.set_page_load_timeout(30)
@@ -402,7 +390,7 @@ def test_mail_scanned_over_spamd_is_kept_too(gateway: RunningGateway) -> None:
 
     port = str(gateway.spamd_port)  # type: ignore[attr-defined]
     raw = (DATA / "quoted_printable.eml").read_bytes()
-    cmd = [_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-u", "globex", "-E", "-t", "30"]
+    cmd = [debian_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-u", "globex", "-E", "-t", "30"]
     done = subprocess.run(cmd, input=raw, capture_output=True, timeout=60, check=False)
     assert done.returncode == 1, done.stderr  # -E: 1 = spam (globex quarantines everything)
     rid = next(

@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
+import servers
 import yaml
-from gateway_fixtures import RunningGateway, run_gateway, two_variant_repo
+from gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway, two_variant_repo
 
 from textgate.triton import TritonServer
 
@@ -38,16 +39,9 @@ STRICT = {
 def triton(
     tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServer]:
-    from triton_settings import server_config
-
     repo = two_variant_repo(tiny_bundles, tmp_path_factory.mktemp("gateway"))
-    server = TritonServer(repo, config=server_config())
-    server.start()
-    try:
-        server.wait_ready()
+    with servers.triton(repo) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _config(tmp: Path, **gateway: object) -> dict[str, object]:
@@ -408,23 +402,12 @@ def _fuzz(op: Any, c: httpx.Client, url: str, failures: list[str]) -> None:
         kwargs = case.as_transport_kwargs(base_url=url)
         kwargs.pop("base_url", None)
         method, target = kwargs.pop("method"), kwargs.pop("url")
-        r = c.request(method, target, **_httpx_kwargs(kwargs))
+        r = c.request(method, target, **httpx_kwargs(kwargs))
         # 503/504 are Triton's state, not the input's; anything else >= 500 is a bug.
         if r.status_code >= 500 and r.status_code not in (503, 504):
             failures.append(f"{method} {target} -> {r.status_code}: {r.text[:200]}")
 
     check()
-
-
-def _httpx_kwargs(kwargs: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key in ("headers", "params", "json", "content"):
-        if kwargs.get(key) is not None:
-            out[key] = kwargs[key]
-    if kwargs.get("data") is not None:
-        data = kwargs["data"]
-        out["content"] = data if isinstance(data, bytes | str) else json.dumps(data)
-    return out
 
 
 # --- the CLI: serve (SIGHUP, SIGTERM) and replay ---------------------------------------------
@@ -435,7 +418,6 @@ def test_cli_serve_reloads_on_sighup_and_stops_on_sigterm(
 ) -> None:
     import os
     import signal
-    import subprocess
     import sys
 
     path = tmp_path / "textgate.yaml"
@@ -443,14 +425,7 @@ def test_cli_serve_reloads_on_sighup_and_stops_on_sigterm(
     cmd = [sys.executable, "-m", "textgate.cli", "serve", "--config", str(path)]
     cmd += ["--triton", triton.grpc_url, "--port", "0"]
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "textgate gateway on http://" in line, line + (
-            proc.stderr.read() if proc.stderr else ""
-        )
-        url = line.split(" on ", 1)[1].strip()
+    with servers.serve_cli(cmd, env) as (proc, url):
         r = httpx.post(f"{url}/v1/classify/spam", json={"text": "hi"}, timeout=30)
         assert r.status_code == 200, r.text
         proc.send_signal(signal.SIGHUP)
@@ -462,10 +437,6 @@ def test_cli_serve_reloads_on_sighup_and_stops_on_sigterm(
         lines = [json.loads(x) for x in logs.splitlines() if x.startswith("{")]
         assert any(x["msg"] == "config reloaded" for x in lines), logs[-2000:]
         assert any(x["msg"] == "classify" and x.get("request_id") for x in lines)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_cli_replay_reruns_a_record(triton: TritonServer, tmp_path: Path) -> None:

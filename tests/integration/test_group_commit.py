@@ -9,16 +9,14 @@ import concurrent.futures
 import json
 import os
 import sqlite3
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
+from servers import serve_cli
 
 from textgate.triton import TritonServer
 
@@ -42,22 +40,6 @@ def _config(tmp: Path) -> Path:
     path = tmp / "textgate.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return path
-
-
-@contextmanager
-def _serve(cmd: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "textgate gateway on http://" in line, line + (
-            proc.stderr.read() if proc.stderr else ""
-        )
-        yield proc, line.split(" on ", 1)[1].strip()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def _post(url: str, i: int) -> httpx.Response | None:
@@ -98,7 +80,7 @@ def test_killed_between_commit_and_responses(triton_server: TritonServer, tmp_pa
     args = ["serve", "--config", str(path), "--triton", triton_server.grpc_url, "--port", "0"]
     env = {**os.environ, "COLUMNS": "200", "KILL_AFTER_PUTS": "4"}
     killer = [sys.executable, str(HERE / "kill_after_commit.py"), *args]
-    with _serve(killer, env) as (proc, url):
+    with serve_cli(killer, env) as (proc, url):
         first = {i: _post(url, i) for i in range(2)}  # answered one by one, then the rest
         with concurrent.futures.ThreadPoolExecutor(N) as pool:
             rest = dict(
@@ -115,7 +97,7 @@ def test_killed_between_commit_and_responses(triton_server: TritonServer, tmp_pa
     assert len(committed) >= 4 and all(events[cid] == 1 for cid in committed)
 
     plain = [sys.executable, "-m", "textgate.cli", *args]
-    with _serve(plain, env) as (_proc, url):
+    with serve_cli(plain, env) as (_proc, url):
         again = {i: _post(url, i) for i in range(N)}
     for i, r in again.items():
         assert r is not None and r.status_code == 200, r

@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_fixtures import RunningGateway, run_gateway
+import servers
+from gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway
 
 from textgate.triton import TritonServer
 
@@ -48,15 +49,8 @@ def _cases() -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def triton(embedded_repo: Path) -> Iterator[TritonServer]:
-    from triton_settings import server_config
-
-    server = TritonServer(embedded_repo, config=server_config())
-    server.start()
-    try:
-        server.wait_ready()
+    with servers.triton(embedded_repo) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +231,7 @@ def test_schemathesis_many_cases_zero_5xx(gateway: RunningGateway) -> None:
                 kwargs = case.as_transport_kwargs(base_url=gateway.url)
                 kwargs.pop("base_url", None)
                 method, target = kwargs.pop("method"), kwargs.pop("url")
-                r = c.request(method, target, **_httpx_kwargs(kwargs))
+                r = c.request(method, target, **httpx_kwargs(kwargs))
                 counts["cases"] += 1
                 counts["classify"] += current["classify"]
                 if r.status_code >= 500 and r.status_code not in (503, 504):
@@ -254,14 +248,3 @@ def test_schemathesis_many_cases_zero_5xx(gateway: RunningGateway) -> None:
     assert not failures, failures[:5]
     # Random task names share the "unknown" label: the series stay few.
     assert len(series) < 50, len(series)
-
-
-def _httpx_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("headers", "params", "json", "content"):
-        if kwargs.get(key) is not None:
-            out[key] = kwargs[key]
-    if kwargs.get("data") is not None:
-        data = kwargs["data"]
-        out["content"] = data if isinstance(data, bytes | str) else json.dumps(data)
-    return out

@@ -9,7 +9,6 @@ The tiny random models answer P(spam) near 0.5, so verdicts are steered by tenan
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -22,6 +21,7 @@ import httpx
 import pytest
 from gateway_fixtures import RunningGateway, run_gateway
 from mailtools import run_miltertest
+from servers import debian_tool
 
 from textgate import feedback
 from textgate.triton import TritonServer, free_port
@@ -35,12 +35,6 @@ TENANTS = [
     {"name": "strict", "tasks": [{"task": "spam", "review_at": 0.01, "quarantine_at": 0.02}]},
     {"name": "reviewer", "tasks": [{"task": "spam", "review_at": 0.01, "quarantine_at": 0.999}]},
 ]
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    assert path, f"{name} is not installed: scripts/bootstrap.sh installs it (DEB_PACKAGES)"
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +64,7 @@ def gateway(
 
 def spamc(gw: RunningGateway, *args: str, data: bytes) -> subprocess.CompletedProcess[bytes]:
     port = str(gw.mail["spamd_port"])  # type: ignore[attr-defined]
-    cmd = [_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-t", "30", *args]
+    cmd = [debian_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-t", "30", *args]
     return subprocess.run(cmd, input=data, capture_output=True, timeout=60, check=False)
 
 

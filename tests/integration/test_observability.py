@@ -15,9 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+import servers
 from deploy_checks import DASHBOARDS, concrete, dashboard_queries
 from gateway_fixtures import RunningGateway, run_gateway, two_variant_repo
-from prometheus_fixtures import RunningPrometheus, run_prometheus
+from servers import RunningPrometheus, run_prometheus
 
 from textgate.triton import TritonServer
 
@@ -34,11 +35,8 @@ RATE_WINDOW = "20s"  # what Grafana's $__rate_interval becomes here (1 s scrapes
 def triton(
     tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServer]:
-    from triton_settings import server_config
-
     repo = two_variant_repo(tiny_bundles, tmp_path_factory.mktemp("obs"))
-    with TritonServer(repo, config=server_config()) as server:
-        server.wait_ready()
+    with servers.triton(repo) as server:
         yield server
 
 

@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
 from deploy_checks import PROMETHEUS
-
-from textgate.triton import free_port
+from servers import prometheus
 
 
 def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> None:
-    binary = shutil.which("prometheus")
-    assert binary, "prometheus not found: apt-get install prometheus (scripts/bootstrap.sh)"
     conf = tmp_path / "conf"
     shutil.copytree(PROMETHEUS, conf, ignore=shutil.ignore_patterns("tests"))
     text = (
@@ -27,19 +23,13 @@ def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> No
         .replace("evaluation_interval: 15s", "evaluation_interval: 1s")
     )
     (conf / "prometheus.yml").write_text(text)
-    port = free_port()
-    log = (tmp_path / "prometheus.log").open("wb")
-    args = [f"--config.file={conf / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}"]
-    proc = subprocess.Popen(
-        [binary, *args, f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60  # a loaded 2-core box starts it slowly
+    # 60 s each to start and to evaluate: a loaded 2-core box starts it slowly
+    with prometheus(conf / "prometheus.yml", tmp_path, ready_timeout_s=60) as prom:
+        url, proc = prom.url, prom.proc
+        deadline = time.monotonic() + 60
         rules: list[dict[str, object]] = []
         while time.monotonic() < deadline:  # until every rule was evaluated once
-            assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
+            assert proc.poll() is None, prom.log.read_text()[-2000:]
             # ValueError: "Service Unavailable" (not JSON) while Prometheus is starting
             with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
                 groups = httpx.get(f"{url}/api/v1/rules", timeout=2).json()["data"]["groups"]
@@ -57,7 +47,3 @@ def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> No
                 jobs = {t["labels"]["job"] for t in targets["activeTargets"]}
             time.sleep(0.5)
         assert jobs == {"gateway", "triton"}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from gateway_fixtures import run_gateway
+from servers import start_triton
 
 from textgate import release
 from textgate.triton import TritonServer
@@ -29,12 +30,7 @@ KEY = "k" * 32
 
 
 def start(repo: Path, key: str = KEY, **ports: int) -> TritonServer:
-    from triton_settings import server_config
-
-    server = TritonServer(repo, config=server_config(**ports), api_key=key)
-    server.start()
-    server.wait_ready()
-    return server
+    return start_triton(repo, api_key=key, **ports)
 
 
 def restart(server: TritonServer, repo: Path, key: str = KEY) -> TritonServer:
@@ -42,12 +38,7 @@ def restart(server: TritonServer, repo: Path, key: str = KEY) -> TritonServer:
     server.stop()
     ports = {"http_port": server.http_port, "grpc_port": server.grpc_port,
              "metrics_port": server.metrics_port}  # fmt: skip
-    from triton_settings import server_config
-
-    again = TritonServer(repo, models=server.models, config=server_config(**ports), api_key=key)
-    again.start()
-    again.wait_ready()
-    return again
+    return start_triton(repo, api_key=key, models=server.models, **ports)
 
 
 def ready_models(server: TritonServer) -> set[str]:

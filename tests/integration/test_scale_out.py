@@ -29,6 +29,7 @@ import httpx
 import pytest
 import yaml
 from kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
+from servers import start_triton, stop_process, wait_http_ready
 
 from textgate.triton import TritonServer, free_port
 
@@ -52,15 +53,6 @@ class Gateway:
             if line.startswith(name) and labels in line and not line.startswith(name + "_"):
                 total += float(line.rsplit(" ", 1)[1])
         return total
-
-
-def start_triton(repo: Path, **ports: int) -> TritonServer:
-    from triton_settings import server_config
-
-    server = TritonServer(repo, config=server_config(**ports))
-    server.start()
-    server.wait_ready()
-    return server
 
 
 @contextlib.contextmanager
@@ -95,28 +87,10 @@ def gateway_process(
         )  # fmt: skip
     gw = Gateway(f"http://127.0.0.1:{port}", proc, log)
     try:
-        _wait_ready(gw)
+        wait_http_ready(proc, log, f"{gw.url}/readyz", what="gateway", timeout_s=90)
         yield gw
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
-def _wait_ready(gw: Gateway, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if gw.proc.poll() is not None:
-            raise RuntimeError(f"gateway exited: {gw.log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{gw.url}/readyz", timeout=2).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"gateway not ready: {gw.log.read_text()[-3000:]}")
-        time.sleep(0.2)
+        stop_process(proc, timeout_s=20)
 
 
 @dataclasses.dataclass
