@@ -179,6 +179,12 @@ def _count(d: dict[str, Any], *keys: str) -> tuple[int, int]:
     return int(node.get("count", 0) or 0), int(node.get("ns", 0) or 0)
 
 
+def _count_delta(after: dict[str, Any], before: dict[str, Any], *keys: str) -> tuple[int, int]:
+    """(count, ns) of one statistic over the measurement."""
+    (n_a, ns_a), (n_b, ns_b) = _count(after, *keys), _count(before, *keys)
+    return n_a - n_b, ns_a - ns_b
+
+
 def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """Per model, over the measurement: requests, executions, mean batch, the batch-size
     distribution (executions per size) and mean queue / compute time per request."""
@@ -187,22 +193,8 @@ def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
         b = before.get(model, {})
         requests = int(a.get("inference_count", 0)) - int(b.get("inference_count", 0))
         executions = int(a.get("execution_count", 0)) - int(b.get("execution_count", 0))
-        q_n, q_ns = (
-            x - y
-            for x, y in zip(
-                _count(a, "inference_stats", "queue"),
-                _count(b, "inference_stats", "queue"),
-                strict=True,
-            )
-        )
-        c_n, c_ns = (
-            x - y
-            for x, y in zip(
-                _count(a, "inference_stats", "compute_infer"),
-                _count(b, "inference_stats", "compute_infer"),
-                strict=True,
-            )
-        )
+        q_n, q_ns = _count_delta(a, b, "inference_stats", "queue")
+        c_n, c_ns = _count_delta(a, b, "inference_stats", "compute_infer")
         out[model] = {
             "requests": requests,
             "executions": executions,
