@@ -9,7 +9,8 @@ gateway map them to messages and HTTP codes, each in one table.
     │   └── SourceError            a packaged corpus is missing or not the pinned file
     ├── TrainError                 fine-tuning cannot start or did not converge
     ├── ExportError                ONNX export failed
-    │   └── ParityError            ONNX disagrees with PyTorch (carries every mismatch)
+    │   ├── ParityError            ONNX disagrees with PyTorch (carries every mismatch)
+    │   └── VocabularyError        the tokenizer maps too much of the test split to [UNK]
     ├── BundleError                a bundle is corrupt, incomplete or not a bundle (names file)
     ├── RepositoryError            a Triton model repository cannot be built
     ├── TritonError                the Triton process or a model in it failed
@@ -107,6 +108,14 @@ class ParityError(ExportError):
         more = f"\n  ... and {len(mismatches) - 20} more" if len(mismatches) > 20 else ""
         super().__init__(f"{message}\n{shown}{more}", hint=hint)
         self.mismatches = list(mismatches)
+
+
+class VocabularyError(ExportError):
+    """The tokenizer cannot represent the data: ``ratio`` of its tokens are [UNK]."""
+
+    def __init__(self, message: str, *, ratio: float, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.ratio = ratio
 
 
 class BundleError(TextgateError):

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from textgate import bundle
 from textgate.errors import ConfigError, ExportError, ParityError, require
-from textgate.export import convert, inference, parity, quality, texts, variants
+from textgate.export import convert, coverage, inference, parity, quality, texts, variants
 from textgate.export.checkpoint import Checkpoint, load_checkpoint
 
 __all__ = ["export_bundle", "load_checkpoint"]
@@ -57,6 +57,8 @@ def export_bundle(
     (out / "labels.json").write_text(json.dumps(list(ckpt.labels)) + "\n", encoding="utf-8")
     with step("tokenizer"):
         tok = _write_tokenizer(ckpt, out)
+    with step("vocabulary coverage ([UNK] share of the test split)"):
+        tok["coverage"] = _coverage(ckpt, out)
     with step(f"ONNX export (opset {opset})"):
         convert.to_onnx(ckpt, out / _FP32, opset=opset)
     report = _parity(ckpt, out, step, parity_n)
@@ -172,6 +174,14 @@ def _write_tokenizer(ckpt: Checkpoint, out: Path) -> dict[str, Any]:
         "pad_token": str(hf.pad_token),
         "truncation": ckpt.max_length,
     }
+
+
+def _coverage(ckpt: Checkpoint, out: Path) -> dict[str, Any]:
+    """Refuse a tokenizer that cannot read the model's own data (``VocabularyError``)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    return coverage.check(tok, ckpt.test_texts, where=str(ckpt.tokenizer_file), task=ckpt.task)
 
 
 def _parity(ckpt: Checkpoint, out: Path, step: _Steps, n: int) -> dict[str, Any]:
