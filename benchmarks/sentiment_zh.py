@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from textgate import data, metrics
-from textgate.width import fold_width
 
 RESULTS = Path(__file__).parent / "results"
 LABELS = data.TASK_LABELS["sentiment-zh"]
@@ -34,14 +33,8 @@ THREADS = 2
 
 
 def splits() -> data.Splits:
-    """The build's table: folding is idempotent, so this equals the build's whether or not
-    the loader folds already."""
-    table = data.load_task("sentiment-zh")
-    rows = [
-        (i + 1, fold_width(t), lab)
-        for i, (t, lab) in enumerate(zip(table.texts, table.labels, strict=True))
-    ]
-    return data.split(data.build_table(rows, source=table.source, labels=LABELS))
+    """The build's table and split (normalized, full-width folded, de-duplicated)."""
+    return data.split(data.load_task("sentiment-zh"))
 
 
 def _report(y: list[int], probs: np.ndarray) -> dict[str, float]:
@@ -186,6 +179,109 @@ def _torch_rate(ckpt: Path, texts: list[str]) -> int:
     return round(len(texts) / (time.monotonic() - t0))
 
 
+# --- the built bundle -----------------------------------------------------------------------
+
+
+def served(bundle_dir: Path) -> None:
+    """Each ONNX variant of the bundle on the test split: accuracy, F1, texts/s, size."""
+    from textgate.bench import ceiling, padding
+
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    s = splits()
+    texts, y = list(s.test.texts), s.test.label_ids()
+    enc = ceiling.encode(bundle_dir / "tokenizer.json", texts, manifest["max_length"])
+    lengths = padding.token_lengths(bundle_dir / "tokenizer.json", texts, manifest["max_length"])
+    out: dict[str, Any] = {
+        "bundle_task": manifest["task"],
+        "default_variant": manifest["default_variant"],
+        "unk_ratio_test": manifest["tokenizer"].get("coverage", {}).get("unk_ratio"),
+        "parity": manifest["parity"],
+        "lengths": _lengths(lengths, manifest["max_length"]),
+        "variants": {},
+    }
+    for name, info in manifest["variants"].items():
+        model = bundle_dir / info["file"]
+        sess = ceiling.session(model, THREADS)
+        pred = ceiling.predictions(sess, enc)
+        probs = np.eye(len(LABELS))[pred]  # arg-max as one-hot: accuracy and F1 need no more
+        out["variants"][name] = {
+            "test": _report(y, probs),
+            "texts_per_s": round(ceiling.throughput(sess, enc, batch_size=8)),
+            "model_mb": round(model.stat().st_size / 1e6, 1),
+            "accepted": info.get("accepted", info.get("passed")),
+        }
+    _write("served", out)
+
+
+def _lengths(lengths: list[int], max_length: int) -> dict[str, Any]:
+    """Token lengths of the test split and the padding each bucket choice costs."""
+    from textgate.bench import padding
+
+    arr = np.asarray(lengths)
+    choices = {"16,32,64,128": (16, 32, 64, 128), "16,32,48,64,96,128": (16, 32, 48, 64, 96, 128)}
+    return {
+        "percentiles": {str(q): float(np.percentile(arr, q)) for q in (50, 75, 90, 95, 99)},
+        "mean": round(float(arr.mean()), 1),
+        "truncated_share": round(float((arr >= max_length).mean()), 3),
+        "padding_ratio": {
+            "fixed": round(padding.ratio(lengths, "fixed", (max_length,), max_length), 3),
+            **{
+                f"bucket {k}": round(padding.ratio(lengths, "bucket", b, max_length), 3)
+                for k, b in choices.items()
+            },
+        },
+    }
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def report() -> None:
+    """Join the JSON into one table (markdown on stdout) and a bar chart."""
+    rows = []
+    for name in ("snownlp", "tfidf", "scratch", "mlm"):
+        path = RESULTS / f"sentiment_zh_{name}.json"
+        if path.is_file():
+            rows.append(json.loads(path.read_text()))
+    served_path = RESULTS / "sentiment_zh_served.json"
+    if served_path.is_file():
+        for variant, v in json.loads(served_path.read_text())["variants"].items():
+            rows.append({"name": f"served bundle, {variant}", **v})
+    print("| system | val macro-F1 | test accuracy | test macro-F1 | texts/s | MB | train min |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        val = r.get("validation", {}).get("macro_f1", "")
+        t = r["test"]
+        print(
+            f"| {r['name']} | {val} | {t['accuracy']} | {t['macro_f1']} | "
+            f"{r.get('texts_per_s', '')} | {r.get('model_mb', '')} | "
+            f"{r.get('train_minutes') or ''} |"
+        )
+    _plot(rows)
+    (RESULTS / "sentiment_zh.json").write_text(
+        json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+    )
+
+
+def _plot(rows: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a server
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5))
+    names = [r["name"] for r in rows]
+    ax.barh(names, [r["test"]["accuracy"] for r in rows], color="#4477aa")
+    ax.axvline(0.90, color="#cc3311", linestyle="--", label="target 0.90")
+    ax.set_xlim(0.5, 1.0)
+    ax.set_xlabel("test accuracy (sentiment-zh, same split)")
+    ax.invert_yaxis()
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "sentiment_zh.png", dpi=110)
+    print(f"wrote {RESULTS / 'sentiment_zh.png'}")
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -197,9 +293,22 @@ def main(argv: list[str]) -> int:
     c.add_argument("--minutes", type=float, default=12.0)
     c.add_argument("--pretrain-minutes", type=float, default=None)
     c.add_argument("--work", type=Path, default=Path.home() / ".cache" / "textgate" / "bench-zh")
+    sv = sub.add_parser("served")
+    sv.add_argument("--bundle", type=Path, default=Path("artifacts/sentiment-zh"))
+    sub.add_parser("report")
+    sub.add_parser("all")
     args = p.parse_args(argv)
-    if args.cmd == "anchors":
+    if args.cmd in ("anchors", "all"):
         anchors()
+    if args.cmd == "all":
+        work = Path.home() / ".cache" / "textgate" / "bench-zh"
+        candidate("scratch", 12.0, 0.0, work)
+        candidate("mlm", 12.0, 12.0, work)
+        served(Path("artifacts/sentiment-zh"))
+    if args.cmd in ("report", "all"):
+        report()
+    elif args.cmd == "served":
+        served(args.bundle)
     elif args.cmd == "candidate":
         pre = (
             args.pretrain_minutes

@@ -22,7 +22,7 @@ from textgate import bundle, data
 from textgate.errors import BundleError
 
 # The source files whose change alters each stage's output.
-TRAIN_CODE = ("data", "sources.py", "train", "metrics.py")
+TRAIN_CODE = ("data", "normalize", "sources.py", "train", "metrics.py")
 EXPORT_CODE = ("bundle.py", "metrics.py", "export")
 # sentiment-zh's base model is built from the data (no Chinese weights ship in a package):
 # a third cached stage, under the train split's hash, its recipe and this code.
@@ -31,9 +31,9 @@ BASE_CODE = (
     "encoder.py",
     "pretrain.py",
     "unlabelled.py",
-    "width.py",
     "zhbase.py",
     "sources.py",
+    "normalize",
 )
 BUILT_BASE_TASKS = ("sentiment-zh",)
 # Export settings per task; sentiment-zh checks parity on 800 real Chinese texts
@@ -84,7 +84,7 @@ def base_key(table: data.Table) -> str:
         {
             "train_hash": data.split(table).train.data_hash(),
             "shape": zhbase.SHAPE.as_dict(),
-            "pretrain": asdict(zhbase.PRETRAIN),
+            "pretrain": asdict(zhbase.PRETRAIN) if zhbase.PRETRAIN else None,
             "code": code_hash(BASE_CODE),
         }
     )

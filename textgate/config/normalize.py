@@ -31,6 +31,9 @@ class NormalizeConfig:
     chunk_overlap: int = 64
     max_chunks: int = 16
     keep_link_domains: bool = True
+    # Full-width ASCII forms (，！１Ａ) and U+3000 as ASCII: Chinese keyboards send either
+    # form for the same character (see ``textgate.normalize.width``).
+    fold_width: bool = True
 
     def __post_init__(self) -> None:
         for key in ("max_header_bytes", "max_parts", "max_depth", "max_chars"):

@@ -9,7 +9,8 @@ and its pre-extracted text (subject, newline, body) give the same ``Normalized.t
     normalize_email(raw: bytes) ─ limits ─ guards ─ MIME walk ─ charset ─ HTML→text ─┐
                                               └─ (tripped or unreadable) best_effort ─┤
     normalize_text(text: str) ───────────────────────────────────────────────────────┴─
-        controls out, NFC + single spaces (``textgate.data.normalize``) ─ split_long
+        controls out, NFC, full-width folded, single spaces (``textgate.data.normalize``)
+        ─ split_long
 
 A message is never refused for being strange: within ``max_body_bytes`` a message whose
 structure trips a guard (``textgate.guards``) or cannot be read unambiguously is read by
@@ -25,6 +26,7 @@ One room per concern, lower layers first:
 
     settings   NormalizeSettings and the results (Normalized, NormalizeNotes, CharsetFallback)
     pieces     long text: head + tail or overlapping chunks (split_long)
+    width      fold_width: full-width ASCII forms and U+3000 as ASCII
     text       the shared ending, normalize_text, normalize_whitespace, decode_utf8
     charsets   decode_bytes: declared charset, superset, fallback chain
     markup     html_to_text

@@ -10,6 +10,7 @@ from typing import Any
 from textgate.errors import EmptyText, InvalidInput, PayloadTooLarge
 from textgate.normalize.pieces import split_pieces
 from textgate.normalize.settings import CountFn, Normalized, NormalizeNotes, NormalizeSettings
+from textgate.normalize.width import fold_width
 
 # C0/C1 controls that str.split() does not treat as whitespace (NUL, BEL, ESC, DEL, ...).
 _CONTROLS = re.compile(
@@ -17,9 +18,11 @@ _CONTROLS = re.compile(
 )
 
 
-def normalize_whitespace(text: str) -> str:
-    """NFC and single spaces: the form textgate de-duplicates, hashes, trains on and scores."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+def normalize_whitespace(text: str, fold: bool = True) -> str:
+    """NFC, full-width forms folded (``NormalizeSettings.fold_width``) and single spaces:
+    the form textgate de-duplicates, hashes, trains on and scores."""
+    nfc = unicodedata.normalize("NFC", text)
+    return " ".join((fold_width(nfc) if fold else nfc).split())
 
 
 def normalize_text(
@@ -55,7 +58,7 @@ def finish(
     notes: dict[str, Any],
 ) -> Normalized:
     cleaned, removed = _CONTROLS.subn("", text)
-    normalized = normalize_whitespace(cleaned)
+    normalized = normalize_whitespace(cleaned, settings.fold_width)
     if not normalized:
         raise EmptyText("no text to classify after normalization", field=field, reason="empty")
     if len(normalized) > settings.max_chars:

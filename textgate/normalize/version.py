@@ -9,7 +9,7 @@ from textgate.normalize.settings import NormalizeSettings
 
 # Bump whenever a change here can change ``Normalized.text`` or ``pieces`` for some input:
 # bundles record it, and the gateway refuses a bundle trained under another version.
-NORMALIZER_VERSION = 2
+NORMALIZER_VERSION = 3  # 3: full-width folding (fold_width)
 # Settings that shape the text; the rest (size limits) only decide what is accepted.
 TEXT_SETTINGS = (
     "long_text",
@@ -19,6 +19,7 @@ TEXT_SETTINGS = (
     "chunk_overlap",
     "max_chunks",
     "keep_link_domains",
+    "fold_width",
 )
 
 
