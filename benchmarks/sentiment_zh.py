@@ -208,7 +208,7 @@ def served(bundle_dir: Path) -> None:
             "test": _report(y, probs),
             "texts_per_s": round(ceiling.throughput(sess, enc, batch_size=8)),
             "model_mb": round(model.stat().st_size / 1e6, 1),
-            "accepted": info.get("accepted", info.get("passed")),
+            "gate": info.get("status"),
         }
     _write("served", out)
 
