@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from textgate.client import TritonClient
+from textgate.triton_client import TritonClient
 from textgate.config import Config, RepositoryConfig, TritonConfig
 from textgate.gateway.app import create_app
 from textgate.repository import build

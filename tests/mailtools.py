@@ -19,7 +19,7 @@ from typing import Any
 
 from textgate.errors import TritonUnavailable
 from textgate.gateway.headers import Mark
-from textgate.gateway.status import ValidationFailed
+from textgate.gateway.http_errors import ValidationFailed
 
 HEADERS_ADDED = ("X-Spam-Flag", "X-Spam-Status", "X-Textgate-Action", "X-Textgate-Skipped")
 HEADERS_ADDED += ("X-Textgate-Error", "X-Textgate-Request-Id")

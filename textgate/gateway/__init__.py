@@ -2,12 +2,12 @@
 
 app.py        the ASGI app (FastAPI): routes, request ids, the one error table's use
 service.py    one classification: normalize -> queue -> Triton -> re-score -> policy -> event
-status.py     the exception tree -> HTTP status table, and the gateway's own errors
+http_errors.py the exception tree -> HTTP status table, and the gateway's own errors
 policy.py     scores -> actions per task, per-tenant overrides
 routing.py    which Triton model answers a task (discovered from Triton)
 rescore.py    fast variant -> fp32 re-score inside the band around a threshold
 limiter.py    bounded in-flight pieces and waiting queue (429 beyond)
-metrics.py    Prometheus metrics
+prometheus.py Prometheus metrics (textgate/metrics.py is the classifier's metrics)
 logs.py       JSON logs with the request id; X-Request-ID and traceparent handling
 replay.py     the replay store for anomalous outputs
 adapters.py   normalization and event outbox, behind small interfaces

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from textgate.gateway.status import ValidationFailed
+from textgate.gateway.http_errors import ValidationFailed
 
 try:
     from textgate import normalize as _normalize

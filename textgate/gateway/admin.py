@@ -35,8 +35,8 @@ from textgate.config import Config
 from textgate.errors import BundleError, ConfigError, ReleaseError, TextgateError
 from textgate.gateway import logs
 from textgate.gateway.events import text_hash
+from textgate.gateway.http_errors import BodyTooLarge, Conflict, Unauthorized, ValidationFailed
 from textgate.gateway.routing import Route
-from textgate.gateway.status import BodyTooLarge, Conflict, Unauthorized, ValidationFailed
 
 if TYPE_CHECKING:
     from textgate.gateway.app import Gateway

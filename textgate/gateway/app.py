@@ -2,7 +2,7 @@
 
     app = create_app(Config.load("textgate.yaml"), endpoints=["127.0.0.1:8001"])
 
-Every error leaves through ``status.status_of`` (one table) as
+Every error leaves through ``http_errors.status_of`` (one table) as
 ``{"error": {"type", "message", "field"?, "hint"?, "request_id"}}``; 429 and 503 carry
 ``Retry-After``. Every answer carries ``X-Request-ID`` and ``traceparent``.
 """
@@ -32,21 +32,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from textgate import __version__, normalize
-from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
 from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.coalesce import Coalescer
-from textgate.gateway.limiter import Limiter
-from textgate.gateway.metrics import Metrics
-from textgate.gateway.policy import Policy, check_labels
-from textgate.gateway.pool import ParsePool
-from textgate.gateway.replay import ReplayStore
-from textgate.gateway.routing import Router, discover
-from textgate.gateway.service import Context, Runtime, Service
-from textgate.gateway.session import Sessions
-from textgate.gateway.status import (
+from textgate.gateway.http_errors import (
     BodyTooLarge,
     GatewayError,
     Unauthorized,
@@ -56,6 +47,15 @@ from textgate.gateway.status import (
     retry_after,
     status_of,
 )
+from textgate.gateway.limiter import Limiter
+from textgate.gateway.policy import Policy, check_labels
+from textgate.gateway.pool import ParsePool
+from textgate.gateway.prometheus import Metrics
+from textgate.gateway.replay import ReplayStore
+from textgate.gateway.routing import Router, discover
+from textgate.gateway.service import Context, Runtime, Service
+from textgate.gateway.session import Sessions
+from textgate.triton_client import TritonClient
 
 JSON_TYPES = ("application/json",)
 EMAIL_TYPES = ("message/rfc822",)

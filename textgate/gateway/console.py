@@ -30,10 +30,7 @@ from pydantic import BaseModel
 
 from textgate import feedback
 from textgate.gateway import logs, panel
-from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
-from textgate.gateway.service import Context
-from textgate.gateway.session import COOKIE, Session, Sessions
-from textgate.gateway.status import (
+from textgate.gateway.http_errors import (
     BodyTooLarge,
     Conflict,
     Forbidden,
@@ -41,6 +38,9 @@ from textgate.gateway.status import (
     Unauthorized,
     ValidationFailed,
 )
+from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
+from textgate.gateway.service import Context
+from textgate.gateway.session import COOKIE, Session, Sessions
 
 if TYPE_CHECKING:
     from textgate.gateway.app import Gateway

@@ -19,8 +19,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from textgate.gateway import explain
+from textgate.gateway.http_errors import ValidationFailed
 from textgate.gateway.service import Context, Runtime
-from textgate.gateway.status import ValidationFailed
 
 if TYPE_CHECKING:
     from textgate.gateway.mail import Mail

@@ -23,8 +23,8 @@ from prometheus_client import Counter
 from textgate import feedback
 from textgate.config import Config
 from textgate.gateway import explain, headers, logs, review
+from textgate.gateway.http_errors import NotFound, ValidationFailed, status_of
 from textgate.gateway.service import Context, Runtime
-from textgate.gateway.status import NotFound, ValidationFailed, status_of
 
 if TYPE_CHECKING:
     from textgate.gateway.app import Gateway

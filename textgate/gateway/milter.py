@@ -31,9 +31,9 @@ from typing import Any
 
 from textgate.errors import TextgateError
 from textgate.gateway import headers, logs
+from textgate.gateway.http_errors import status_of
 from textgate.gateway.listener import Listener
 from textgate.gateway.spamd import Scanner
-from textgate.gateway.status import status_of
 
 MAX_PACKET = 1 << 20  # libmilter's own cap on one packet is 64 KiB for body chunks
 VERSION = 6

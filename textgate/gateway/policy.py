@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from textgate.config import PolicyConfig, TaskPolicyConfig
-from textgate.gateway.status import Unauthorized, ValidationFailed
+from textgate.gateway.http_errors import Unauthorized, ValidationFailed
 
 API_KEY_HEADER = "X-API-Key"
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from textgate.client import TritonClient
 from textgate.config import ClientConfig
 from textgate.errors import DataError
+from textgate.triton_client import TritonClient
 
 FORMAT = "textgate-replay/1"
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from textgate import names
-from textgate.client import TritonClient
 from textgate.errors import TritonUnavailable
-from textgate.gateway.status import UnknownTask
+from textgate.gateway.http_errors import UnknownTask
+from textgate.triton_client import TritonClient
 
 
 @dataclass(frozen=True)

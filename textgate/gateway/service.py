@@ -15,19 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from textgate.client import TritonClient
 from textgate.config import Config
 from textgate.errors import TritonTimeout
 from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.coalesce import Coalescer
+from textgate.gateway.http_errors import ValidationFailed
 from textgate.gateway.limiter import Limiter
-from textgate.gateway.metrics import Metrics
 from textgate.gateway.outbox import RequestRecord
 from textgate.gateway.policy import Policy, on_malformed, score_of
+from textgate.gateway.prometheus import Metrics
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
-from textgate.gateway.status import ValidationFailed
+from textgate.triton_client import TritonClient
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from textgate.gateway.status import Forbidden, Unauthorized
+from textgate.gateway.http_errors import Forbidden, Unauthorized
 
 COOKIE = "textgate_console"
 CSRF_HEADER = "x-csrf-token"

@@ -26,8 +26,8 @@ from typing import Protocol
 
 from textgate.errors import TextgateError
 from textgate.gateway import headers, logs
+from textgate.gateway.http_errors import status_of
 from textgate.gateway.listener import Listener
-from textgate.gateway.status import status_of
 
 VERSION = "SPAMD/1.5"
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER = 0, 64, 65, 67

@@ -14,7 +14,7 @@ import pytest
 from textgate.config import Config
 from textgate.errors import TritonError, TritonTimeout
 from textgate.gateway.coalesce import Coalescer
-from textgate.gateway.metrics import Metrics
+from textgate.gateway.prometheus import Metrics
 from textgate.gateway.routing import Route
 from textgate.gateway.service import Context, Service
 

@@ -13,7 +13,7 @@ import pytest
 
 from textgate.config import Config
 from textgate.errors import TritonTimeout
-from textgate.gateway.metrics import Metrics
+from textgate.gateway.prometheus import Metrics
 from textgate.gateway.routing import Route
 from textgate.gateway.service import Context, Service
 

@@ -13,23 +13,27 @@ from fastapi.testclient import TestClient
 
 from textgate import errors
 from textgate.config import Config
-from textgate.gateway import status
+from textgate.gateway import http_errors
 from textgate.gateway.app import create_app
 
 
 def test_an_exception_outside_the_tree_answers_a_generic_body() -> None:
-    body = status.error_body(ValueError("secret path /etc/x and a traceback"), "r1")
+    body = http_errors.error_body(ValueError("secret path /etc/x and a traceback"), "r1")
     assert body == {
-        "error": {"type": "InternalError", "message": status.INTERNAL_MESSAGE, "request_id": "r1"}
+        "error": {
+            "type": "InternalError",
+            "message": http_errors.INTERNAL_MESSAGE,
+            "request_id": "r1",
+        }
     }
 
 
 def test_client_text_in_an_error_is_encodable_escaped_and_bounded() -> None:
-    exc = status.ValidationFailed("unknown field '\ud800\x1b[31m'", field="\ud800")
-    body = status.error_body(exc, "r1")
+    exc = http_errors.ValidationFailed("unknown field '\ud800\x1b[31m'", field="\ud800")
+    body = http_errors.error_body(exc, "r1")
     encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")  # must not raise
     assert b"\\\\ud800" in encoded and b"\x1b" not in encoded
-    long = status.error_body(errors.InvalidInput("x" * 10_000, field="text"), "r1")
+    long = http_errors.error_body(errors.InvalidInput("x" * 10_000, field="text"), "r1")
     assert len(long["error"]["message"]) <= 501
 
 
@@ -79,7 +83,7 @@ def test_a_bug_is_a_generic_500_and_the_log_has_it(
     assert r.status_code == 500
     assert r.json()["error"] == {
         "type": "InternalError",
-        "message": status.INTERNAL_MESSAGE,
+        "message": http_errors.INTERNAL_MESSAGE,
         "request_id": "bug-1",
     }
     assert "internal detail" not in r.text

@@ -7,8 +7,8 @@ import pytest
 from textgate.config import Config, PolicyConfig, TaskPolicyConfig
 from textgate.errors import ConfigError
 from textgate.gateway import rescore
+from textgate.gateway.http_errors import Unauthorized, ValidationFailed
 from textgate.gateway.policy import Policy, check_labels, decide
-from textgate.gateway.status import Unauthorized, ValidationFailed
 
 SPAM = TaskPolicyConfig(task="spam", positive_label="spam")
 SENT = TaskPolicyConfig(task="sentiment", kind="label")

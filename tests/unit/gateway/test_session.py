@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from textgate.gateway import session
+from textgate.gateway.http_errors import Unauthorized
 from textgate.gateway.session import Sessions
-from textgate.gateway.status import Unauthorized
 
 ADMIN = "admin-token-0123456789"
 

@@ -13,9 +13,9 @@ import pytest
 from textgate.config import Config, EventsConfig, default_outbox_path
 from textgate.errors import OutboxError
 from textgate.gateway import app as app_module
+from textgate.gateway.http_errors import UnknownTask
 from textgate.gateway.outbox import Outbox
 from textgate.gateway.routing import Route, Router
-from textgate.gateway.status import UnknownTask
 
 
 def _route(name: str) -> Route:

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from textgate.client import TritonClient
 from textgate.config import ClientConfig
 from textgate.errors import TritonError, TritonTimeout, TritonUnavailable
+from textgate.triton_client import TritonClient
 
 
 class FakeError(Exception):

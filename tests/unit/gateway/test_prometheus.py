@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textgate.gateway.metrics import STAGE_BUCKETS, Metrics, task_label
+from textgate.gateway.prometheus import STAGE_BUCKETS, Metrics, task_label
 
 
 def test_classified_counts_items_by_task_tenant_and_version() -> None:
