@@ -17,9 +17,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from textgate.errors import TritonUnavailable
+from textgate.errors import InvalidInput, TritonUnavailable
 from textgate.gateway.headers import Mark
-from textgate.gateway.http_errors import ValidationFailed
 
 HEADERS_ADDED = ("X-Spam-Flag", "X-Spam-Status", "X-Textgate-Action", "X-Textgate-Skipped")
 HEADERS_ADDED += ("X-Textgate-Error", "X-Textgate-Request-Id")
@@ -126,7 +125,7 @@ class FakeScanner:
         if user == "down":
             raise TritonUnavailable("no Triton endpoint answers")
         if user == "bad":
-            raise ValidationFailed("no text to classify", field="message")
+            raise InvalidInput("no text to classify", field="message")
         action = user or "allow"
         spam = action != "allow"
         return Mark(spam, 9.0 if spam else 1.0, 5.0, action, "spam", 0.9, {"ham": 0.1}, "m/1", "r1")

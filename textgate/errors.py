@@ -1,7 +1,9 @@
 """The one exception tree of textgate.
 
 Every error a user can cause or meet is one of these; the CLI (``cli.py``) and the
-gateway map them to messages and HTTP codes, each in one table.
+gateway (``gateway/http_errors.py``) map them to exit codes and HTTP statuses, each in one
+table. The gateway adds only HTTP-level classes (unknown task, auth, conflict) under
+``InputError``; what an input error means is said here, once.
 
     TextgateError                  base: ``message`` plus an optional ``hint`` (the fix)
     ├── ConfigError                a configuration key is missing or invalid (names the key)
@@ -11,7 +13,7 @@ gateway map them to messages and HTTP codes, each in one table.
     ├── ExportError                ONNX export failed
     │   ├── ParityError            ONNX disagrees with PyTorch (carries every mismatch)
     │   └── VocabularyError        the tokenizer maps too much of the test split to [UNK]
-    ├── BundleError                a bundle is corrupt, incomplete or not a bundle (names file)
+    ├── BundleError                a bundle is corrupt, incomplete or not a bundle (gateway: 422)
     ├── RepositoryError            a Triton model repository cannot be built
     ├── TritonError                the Triton process or a model in it failed
     │   ├── TritonNotFound         no usable tritonserver / stub on this machine
@@ -23,7 +25,7 @@ gateway map them to messages and HTTP codes, each in one table.
     ├── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
     ├── InputError                 a request's input cannot be classified (``reason``: a code)
     │   ├── PayloadTooLarge        over a size limit: body, headers, text (gateway: 413)
-    │   ├── UnsupportedMedia       a content type the gateway does not read (gateway: 415)
+    │   ├── UnsupportedContentType a content type the gateway does not read (gateway: 415)
     │   └── InvalidInput           unusable as sent; names the ``field`` (gateway: 422)
     │       ├── EmptyText          nothing left to classify after normalization
     │       ├── MalformedMessage   a MIME structure that cannot be read unambiguously
@@ -120,6 +122,9 @@ class VocabularyError(ExportError):
 
 class BundleError(TextgateError):
     """A bundle is corrupt, incomplete, or not a bundle; ``file`` names the culprit."""
+
+    # What an HTTP caller sent that is wrong: the bundle it named (``POST /admin/release/add``).
+    field = "bundle"
 
     def __init__(self, message: str, *, file: str | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -225,30 +230,46 @@ class InputError(TextgateError):
 
 
 class PayloadTooLarge(InputError):
-    """The input is over a configured size limit; ``limit`` is that limit."""
+    """The input is over a configured size limit; ``limit`` is that limit, ``field`` (when
+    known) the input that is too large (``body``, ``content-length``)."""
 
-    def __init__(self, message: str, *, reason: str, limit: int, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        limit: int,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message, reason=reason, hint=hint)
         self.limit = limit
+        self.field = field
 
 
-class UnsupportedMedia(InputError):
-    """The input's content type is not one the gateway reads."""
+class UnsupportedContentType(InputError):
+    """The request's Content-Type is not one the gateway reads."""
 
-    def __init__(self, media_type: str, *, hint: str | None = None) -> None:
-        super().__init__(
-            f"unsupported content type '{media_type}'", reason="unsupported_media", hint=hint
-        )
-        self.media_type = media_type
+    def __init__(
+        self, message: str, *, field: str = "content-type", hint: str | None = None
+    ) -> None:
+        super().__init__(message, reason="unsupported_media", hint=hint)
+        self.field = field
 
 
 class InvalidInput(InputError):
-    """The input cannot be used as sent; ``field`` names the offending field."""
+    """The input cannot be used as sent; ``field`` names the offending field (None: the
+    request as a whole, e.g. a schema violation with no location)."""
 
     def __init__(
-        self, message: str, *, field: str, reason: str = "invalid", hint: str | None = None
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        reason: str = "invalid",
+        hint: str | None = None,
     ) -> None:
-        super().__init__(f"{field}: {message}", reason=reason, hint=hint)
+        super().__init__(f"{field}: {message}" if field else message, reason=reason, hint=hint)
         self.field = field
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from textgate.gateway.http_errors import ValidationFailed
+from textgate.errors import InvalidInput
 
 try:
     from textgate import normalize as _normalize
@@ -86,7 +86,7 @@ class Preparer:
 def _minimal(text: str, field_name: str) -> Prepared:
     cleaned = " ".join(text.split())
     if not cleaned:
-        raise ValidationFailed("no text to classify", field=field_name)
+        raise InvalidInput("no text to classify", field=field_name)
     return Prepared(cleaned, (cleaned,), {"chunks": 1, "truncated": False})
 
 

@@ -32,10 +32,17 @@ from pydantic import BaseModel, Field, create_model
 
 from textgate import release, replicas
 from textgate.config import Config
-from textgate.errors import BundleError, ConfigError, ReleaseError, TextgateError
+from textgate.errors import (
+    BundleError,
+    ConfigError,
+    InvalidInput,
+    PayloadTooLarge,
+    ReleaseError,
+    TextgateError,
+)
 from textgate.gateway import logs
 from textgate.gateway.events import text_hash
-from textgate.gateway.http_errors import BodyTooLarge, Conflict, Unauthorized, ValidationFailed
+from textgate.gateway.http_errors import Conflict, Unauthorized
 from textgate.gateway.routing import Route
 
 if TYPE_CHECKING:
@@ -289,16 +296,18 @@ def check_before_body(request: Request) -> None:
     length = request.headers.get("content-length")
     chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
     if (length is None and chunked) or (length is not None and not length.isdigit()):
-        raise BodyTooLarge(
+        raise PayloadTooLarge(
             f"admin requests need a Content-Length of at most {MAX_BODY} bytes",
             field="content-length",
             reason="length_required",
+            limit=MAX_BODY,
         )
     if length is not None and int(length) > MAX_BODY:
-        raise BodyTooLarge(
+        raise PayloadTooLarge(
             f"body of {length} bytes is over the admin limit of {MAX_BODY}",
             field="body",
             reason="too_large",
+            limit=MAX_BODY,
         )
 
 
@@ -328,16 +337,13 @@ async def _run(request: Request, op: str, fn: Any, *args: Any, **kw: Any) -> Any
     started = time.perf_counter()
     try:
         result = await asyncio.to_thread(fn, *args, **kw)
-    except ReleaseError as exc:
+    except (ReleaseError, BundleError):  # 409 and 422 in the status table
         hook.operations.labels(op, "refused").inc()
-        raise Conflict(exc.message, hint=exc.hint) from None
-    except BundleError as exc:  # the caller's bundle is bad: a 4xx naming the file
-        hook.operations.labels(op, "refused").inc()
-        raise ValidationFailed(exc.message, field="bundle", hint=exc.hint) from None
+        raise
     except OSError as exc:  # a path the OS refuses (too long, not a directory): the input
         hook.operations.labels(op, "refused").inc()
         why = exc.strerror or type(exc).__name__
-        raise ValidationFailed(f"path cannot be used: {why}", field="bundle") from None
+        raise InvalidInput(f"path cannot be used: {why}", field="bundle") from None
     except TextgateError:
         hook.operations.labels(op, "failed").inc()
         raise

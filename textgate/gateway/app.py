@@ -33,16 +33,20 @@ from starlette.requests import ClientDisconnect
 
 from textgate import __version__, normalize
 from textgate.config import Config
-from textgate.errors import ConfigError, TextgateError, TritonError
+from textgate.errors import (
+    ConfigError,
+    InvalidInput,
+    PayloadTooLarge,
+    TextgateError,
+    TritonError,
+    UnsupportedContentType,
+)
 from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
 from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.http_errors import (
-    BodyTooLarge,
     GatewayError,
     Unauthorized,
-    UnsupportedContentType,
-    ValidationFailed,
     error_body,
     retry_after,
     status_of,
@@ -345,22 +349,26 @@ def _check_normalization(settings: Any, router: Router) -> None:
 async def _read_body(request: Request, limit: int) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise BodyTooLarge(
-            f"body of {length} bytes is over the limit of {limit}", field="body", reason="too_large"
+        raise PayloadTooLarge(
+            f"body of {length} bytes is over the limit of {limit}",
+            field="body",
+            reason="too_large",
+            limit=limit,
         )
     chunks, size = [], 0
     try:
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise BodyTooLarge(
-                    f"body is over the limit of {limit} bytes", field="body", reason="too_large"
+                raise PayloadTooLarge(
+                    f"body is over the limit of {limit} bytes",
+                    field="body",
+                    reason="too_large",
+                    limit=limit,
                 )
             chunks.append(chunk)
     except ClientDisconnect:  # the front door's body deadline, or the client gave up
-        raise ValidationFailed(
-            "the body did not arrive", field="body", reason="incomplete"
-        ) from None
+        raise InvalidInput("did not arrive", field="body", reason="incomplete") from None
     return b"".join(chunks)
 
 
@@ -392,38 +400,38 @@ def _json_slow(body: bytes) -> Any:
     try:
         return json.loads(_utf8(body, "body"))
     except RecursionError:
-        raise ValidationFailed("JSON nested too deeply", field="body") from None
+        raise InvalidInput("JSON nested too deeply", field="body") from None
     except ValueError as exc:
-        raise ValidationFailed(f"body is not valid JSON: {exc}", field="body") from None
+        raise InvalidInput(f"not valid JSON: {exc}", field="body") from None
 
 
 def _utf8(body: bytes, name: str) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValidationFailed(f"not valid UTF-8 (byte {exc.start})", field=name) from None
+        raise InvalidInput(f"not valid UTF-8 (byte {exc.start})", field=name) from None
 
 
 def _texts(data: Any, max_batch: int) -> list[str | bytes]:
     if not isinstance(data, dict):
-        raise ValidationFailed("body must be a JSON object", field="body")
+        raise InvalidInput("must be a JSON object", field="body")
     unknown = sorted(set(data) - {"text", "texts"})
     if unknown:
-        raise ValidationFailed(f"unknown field '{unknown[0][:64]}'", field=unknown[0][:64])
+        raise InvalidInput("unknown field", field=unknown[0][:64])
     if ("text" in data) == ("texts" in data):
-        raise ValidationFailed("send exactly one of 'text' or 'texts'", field="text")
+        raise InvalidInput("send exactly one of 'text' or 'texts'", field="text")
     if "text" in data:
         if not isinstance(data["text"], str):
-            raise ValidationFailed("must be a string", field="text")
+            raise InvalidInput("must be a string", field="text")
         return [data["text"]]
     texts = data["texts"]
     if not isinstance(texts, list) or not texts:
-        raise ValidationFailed("must be a non-empty list of strings", field="texts")
+        raise InvalidInput("must be a non-empty list of strings", field="texts")
     if len(texts) > max_batch:
-        raise ValidationFailed(f"{len(texts)} texts; at most {max_batch}", field="texts")
+        raise InvalidInput(f"{len(texts)} texts; at most {max_batch}", field="texts")
     for i, t in enumerate(texts):
         if not isinstance(t, str):
-            raise ValidationFailed("must be a string", field=f"texts[{i}]")
+            raise InvalidInput("must be a string", field=f"texts[{i}]")
     return list(texts)
 
 
@@ -639,7 +647,7 @@ def _handlers(app: FastAPI) -> None:
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = (exc.errors() or [{}])[0]
         where = ".".join(str(x) for x in first.get("loc", ()) if x not in ("body", "path"))
-        err = ValidationFailed(str(first.get("msg", "invalid request")), field=where or None)
+        err = InvalidInput(str(first.get("msg", "invalid request")), field=where or None)
         return _error_response(err, request, _gw(request))
 
     @app.exception_handler(StarletteHTTPException)

@@ -29,15 +29,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from textgate import feedback
+from textgate.errors import InvalidInput, PayloadTooLarge
 from textgate.gateway import logs, panel
-from textgate.gateway.http_errors import (
-    BodyTooLarge,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Unauthorized,
-    ValidationFailed,
-)
+from textgate.gateway.http_errors import Conflict, Forbidden, NotFound, Unauthorized
 from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import COOKIE, Session, Sessions
@@ -178,9 +172,9 @@ def _score(value: str | None, name: str) -> float | None:
     try:
         x = float(str(value))
     except ValueError:
-        raise ValidationFailed("must be a number within 0..1", field=name) from None
+        raise InvalidInput("must be a number within 0..1", field=name) from None
     if not 0.0 <= x <= 1.0:
-        raise ValidationFailed("must be within 0..1", field=name)
+        raise InvalidInput("must be within 0..1", field=name)
     return x
 
 
@@ -188,7 +182,7 @@ def _int(value: str | None, name: str, default: int | None, top: int) -> int | N
     if value in (None, ""):
         return default
     if not str(value).isdigit() or not 0 < int(str(value)) <= top:
-        raise ValidationFailed(f"must be an integer within 1..{top}", field=name)
+        raise InvalidInput(f"must be an integer within 1..{top}", field=name)
     return int(str(value))
 
 
@@ -196,7 +190,7 @@ def _filters(request: Request, s: Session) -> Filters:
     q = request.query_params
     state = q.get("state") or "open"
     if state not in ("open", "decided", "all"):
-        raise ValidationFailed("must be open, decided or all", field="state")
+        raise InvalidInput("must be open, decided or all", field="state")
     tenant = q.get("tenant") or None
     if not s.admin:
         if tenant not in (None, s.tenant):
@@ -296,9 +290,9 @@ async def api_decide(request: Request, request_id: str, body: DecisionRequest) -
 async def decide(request: Request, held: Held, decision: str, reviewer: str) -> dict[str, Any]:
     """Feedback record + review event, then the mark; a repeat answers the first."""
     if decision not in DECISIONS:
-        raise ValidationFailed(f"must be one of {', '.join(DECISIONS)}", field="decision")
+        raise InvalidInput(f"must be one of {', '.join(DECISIONS)}", field="decision")
     if decision == "release" and held.action != "quarantine":
-        raise ValidationFailed("only quarantined mail is released", field="decision")
+        raise InvalidInput("only quarantined mail is released", field="decision")
     gw, store = _gw(request), _store(request)
     async with store.deciding:
         now = store.get(held.request_id) or held
@@ -384,16 +378,18 @@ def check_before_body(request: Request) -> None:
         return
     length = request.headers.get("content-length")
     if length is None or not length.isdigit():
-        raise BodyTooLarge(
+        raise PayloadTooLarge(
             f"console requests need a Content-Length of at most {MAX_BODY} bytes",
             field="content-length",
             reason="length_required",
+            limit=MAX_BODY,
         )
     if int(length) > MAX_BODY:
-        raise BodyTooLarge(
+        raise PayloadTooLarge(
             f"body of {length} bytes is over the console limit of {MAX_BODY}",
             field="body",
             reason="too_large",
+            limit=MAX_BODY,
         )
 
 

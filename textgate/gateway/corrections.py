@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from textgate.errors import InvalidInput
 from textgate.gateway import explain
-from textgate.gateway.http_errors import ValidationFailed
 from textgate.gateway.service import Context, Runtime
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def explain_count(request: Request) -> int:
     if value is None:
         return 0
     if not value.isdigit() or not 0 <= int(value) <= explain.MAX_SPANS:
-        raise ValidationFailed(
+        raise InvalidInput(
             f"explain must be an integer within 0..{explain.MAX_SPANS}", field="explain"
         )
     return int(value)
@@ -88,9 +88,9 @@ async def post_feedback(request: Request, body: FeedbackRequest) -> Any:
     rt = request.app.state.gateway.runtime
     given = [k for k in ("request_id", "message", "text") if getattr(body, k)]
     if len(given) != 1:
-        raise ValidationFailed("send exactly one of request_id, message or text", field="body")
+        raise InvalidInput("send exactly one of request_id, message or text", field="body")
     if len(json.dumps(getattr(body, given[0]))) > MAX_FEEDBACK_BYTES:
-        raise ValidationFailed(f"over {MAX_FEEDBACK_BYTES} bytes", field=given[0])
+        raise InvalidInput(f"over {MAX_FEEDBACK_BYTES} bytes", field=given[0])
     tenant = rt.policy.tenant(request.headers)
     raw: str | bytes | None = None
     if body.message:

@@ -1,8 +1,12 @@
-"""One table: exception class -> HTTP status, and the gateway's own exception classes.
+"""One table: exception class -> HTTP status, and the gateway's HTTP-level exceptions.
 
 The most specific class in an exception's MRO wins, so a subclass added later (e.g. a new
 input error) is mapped by its parent until it gets its own row. Anything outside the tree
 is a bug in textgate and the only thing that may become a 500.
+
+What an input error is (too large, unsupported content type, invalid) is said once, in
+``textgate.errors``; the classes here are the ones only HTTP has: an unknown task in the
+path, a missing key or token, a conflict with the state, another tenant's message.
 """
 
 from __future__ import annotations
@@ -35,16 +39,8 @@ class Unauthorized(GatewayError):
     """A missing or wrong API key or admin token."""
 
 
-class ValidationFailed(GatewayError):
-    """The request body or a header is not what the schema says (422)."""
-
-
-class BodyTooLarge(GatewayError):
-    """The body is over ``gateway.max_body_bytes`` (413)."""
-
-
 class Conflict(GatewayError):
-    """An admin operation the current release state does not allow (409)."""
+    """A request the current state does not allow (releases off, a contradicting decision)."""
 
 
 class Forbidden(GatewayError):
@@ -55,21 +51,14 @@ class NotFound(GatewayError):
     """A request names something the gateway does not have (an expired request id) (404)."""
 
 
-class UnsupportedContentType(GatewayError):
-    """The Content-Type is not JSON, message/rfc822 or text/plain (415)."""
-
-
 STATUS: dict[type[BaseException], int] = {
     UnknownTask: 404,
     NotFound: 404,
     Unauthorized: 401,
     Forbidden: 403,
-    ValidationFailed: 422,
-    BodyTooLarge: 413,
-    UnsupportedContentType: 415,
     Conflict: 409,
     errors.PayloadTooLarge: 413,
-    errors.UnsupportedMedia: 415,
+    errors.UnsupportedContentType: 415,
     errors.InputError: 422,  # InvalidInput, EmptyText, MalformedMessage, MessageTooComplex
     errors.Overloaded: 429,
     errors.OutboxFull: 503,  # events cannot be made durable: refuse rather than lose them
@@ -80,20 +69,16 @@ STATUS: dict[type[BaseException], int] = {
     errors.TritonError: 502,
     errors.ConfigError: 422,  # a rejected reload: the old config stays
     errors.DataError: 422,
+    errors.ReleaseError: 409,  # an operation the release state does not allow now
+    errors.BundleError: 422,  # the bundle an admin named is bad: a 4xx naming it
     errors.TextgateError: 500,
 }
-
-# Rows by class name for errors other modules may add later (looked up by name so this
-# table imports without them).
-_BY_NAME = {"ReleaseError": 409}
 
 
 def status_of(exc: BaseException) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS:
             return STATUS[cls]
-        if cls.__name__ in _BY_NAME:
-            return _BY_NAME[cls.__name__]
     return 500
 
 

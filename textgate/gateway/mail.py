@@ -22,8 +22,9 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config
+from textgate.errors import InvalidInput
 from textgate.gateway import explain, headers, logs, review
-from textgate.gateway.http_errors import NotFound, ValidationFailed, status_of
+from textgate.gateway.http_errors import NotFound, status_of
 from textgate.gateway.service import Context, Runtime
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ class Mail:
             raw, task = seen.raw, seen.task
         labels = seen.labels if seen is not None else rt.router.route(task).labels
         if label not in labels:
-            raise ValidationFailed(
+            raise InvalidInput(
                 f"label {label[:40]!r} is not one of task '{task}': {', '.join(labels)}",
                 field="label",
             )

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from textgate.config import PolicyConfig, TaskPolicyConfig
-from textgate.gateway.http_errors import Unauthorized, ValidationFailed
+from textgate.errors import InvalidInput
+from textgate.gateway.http_errors import Unauthorized
 
 API_KEY_HEADER = "X-API-Key"
 
@@ -96,7 +97,7 @@ class Policy:
             return by_key
         tenant = self._names.get(name)
         if tenant is None:
-            raise ValidationFailed(f"unknown tenant {name[:64]!r}", field=self.config.tenant_header)
+            raise InvalidInput(f"unknown tenant {name[:64]!r}", field=self.config.tenant_header)
         if tenant.api_key and by_key != name:
             raise Unauthorized(f"tenant {name!r} needs its API key", field=API_KEY_HEADER)
         return name

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from textgate.config import Config
-from textgate.errors import TritonTimeout
+from textgate.errors import InvalidInput, TritonTimeout
 from textgate.gateway import logs, rescore
 from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.coalesce import Coalescer
-from textgate.gateway.http_errors import ValidationFailed
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.outbox import RequestRecord
 from textgate.gateway.policy import Policy, on_malformed, score_of
@@ -173,7 +172,7 @@ class Service:
             # A decoder or parser failure on input: the client's data, not our bug (422).
             logs.event("input could not be read", error=type(exc).__name__)
             name = "message" if isinstance(x, bytes) else ("text" if n == 1 else f"texts[{i}]")
-            raise ValidationFailed("could not be read", field=name, reason="unreadable") from None
+            raise InvalidInput("could not be read", field=name, reason="unreadable") from None
 
     async def _prepare_one(self, rt: Runtime, x: str | bytes, i: int, n: int) -> Prepared:
         if isinstance(x, bytes):

@@ -13,9 +13,12 @@ from textgate.gateway import http_errors
         (errors.TritonUnavailable("down"), 503),
         (errors.TritonTimeout("slow"), 504),
         (errors.TritonError("rejected"), 502),
-        (http_errors.BodyTooLarge("big"), 413),
-        (http_errors.UnsupportedContentType("png"), 415),
-        (http_errors.ValidationFailed("bad", field="text"), 422),
+        (errors.PayloadTooLarge("big", reason="too_large", limit=1), 413),
+        (errors.UnsupportedContentType("png"), 415),
+        (errors.InvalidInput("bad", field="text"), 422),
+        (errors.ReleaseError("no candidate"), 409),
+        (errors.GateFailed("gate failed"), 409),
+        (errors.BundleError("no manifest"), 422),
         (http_errors.UnknownTask("nope"), 404),
         (http_errors.Unauthorized("who"), 401),
         (errors.ConfigError("gateway.port", "bad"), 422),
@@ -29,7 +32,6 @@ def test_one_table(exc: BaseException, code: int) -> None:
 def test_input_and_outbox_families() -> None:
     assert http_errors.status_of(errors.InvalidInput("bad", field="text")) == 422
     assert http_errors.status_of(errors.PayloadTooLarge("big", reason="x", limit=1)) == 413
-    assert http_errors.status_of(errors.UnsupportedMedia("image/png")) == 415
     assert http_errors.status_of(errors.OutboxFull("full", path="x")) == 503
     assert http_errors.retry_after(errors.OutboxFull("full", path="x", retry_after_s=5), 1) == 5
 
@@ -38,13 +40,18 @@ def test_retry_after_and_body() -> None:
     exc = errors.Overloaded("busy", retry_after_s=7)
     assert http_errors.retry_after(exc, 1) == 7
     assert http_errors.retry_after(errors.TritonUnavailable("down"), 2) == 2
-    assert http_errors.retry_after(http_errors.ValidationFailed("x"), 2) is None
-    body = http_errors.error_body(http_errors.ValidationFailed("bad", field="texts[1]"), "r1")
+    assert http_errors.retry_after(errors.InvalidInput("x"), 2) is None
+    body = http_errors.error_body(errors.InvalidInput("bad", field="texts[1]"), "r1")
     assert body == {
         "error": {
-            "type": "ValidationFailed",
-            "message": "bad",
+            "type": "InvalidInput",
+            "message": "texts[1]: bad",
             "request_id": "r1",
             "field": "texts[1]",
         }
     }
+
+
+def test_a_bundle_error_names_the_bundle_field() -> None:
+    body = http_errors.error_body(errors.BundleError("no manifest.json", hint="rebuild"), "r1")
+    assert body["error"]["field"] == "bundle" and body["error"]["hint"] == "rebuild"

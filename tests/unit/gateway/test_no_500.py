@@ -29,7 +29,7 @@ def test_an_exception_outside_the_tree_answers_a_generic_body() -> None:
 
 
 def test_client_text_in_an_error_is_encodable_escaped_and_bounded() -> None:
-    exc = http_errors.ValidationFailed("unknown field '\ud800\x1b[31m'", field="\ud800")
+    exc = errors.InvalidInput("unknown field '\ud800\x1b[31m'", field="\ud800")
     body = http_errors.error_body(exc, "r1")
     encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")  # must not raise
     assert b"\\\\ud800" in encoded and b"\x1b" not in encoded
@@ -66,7 +66,7 @@ def test_hostile_json_keys_are_a_422_with_an_encodable_message(
     r = client.post("/v1/classify/spam", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422, r.text
     err = r.json()["error"]
-    assert err["type"] == "ValidationFailed" and len(err["message"]) <= 501
+    assert err["type"] == "InvalidInput" and len(err["message"]) <= 501
 
 
 def test_a_bug_is_a_generic_500_and_the_log_has_it(

@@ -5,9 +5,9 @@ import math
 import pytest
 
 from textgate.config import Config, PolicyConfig, TaskPolicyConfig
-from textgate.errors import ConfigError
+from textgate.errors import ConfigError, InvalidInput
 from textgate.gateway import rescore
-from textgate.gateway.http_errors import Unauthorized, ValidationFailed
+from textgate.gateway.http_errors import Unauthorized
 from textgate.gateway.policy import Policy, check_labels, decide
 
 SPAM = TaskPolicyConfig(task="spam", positive_label="spam")
@@ -73,7 +73,7 @@ def test_tenant_selection() -> None:
         policy.tenant({"x-tenant": "keyed"})
     with pytest.raises(Unauthorized):
         policy.tenant({"x-api-key": "wrong-key!"})
-    with pytest.raises(ValidationFailed):
+    with pytest.raises(InvalidInput):
         policy.tenant({"x-tenant": "ghost"})
     assert PolicyConfig().for_task("spam").negative_label == "ham"  # spam + phish vs ham
 
