@@ -10,7 +10,8 @@ limiter.py    bounded in-flight pieces and waiting queue (429 beyond)
 prometheus.py Prometheus metrics (textgate/metrics.py is the classifier's metrics)
 logs.py       JSON logs with the request id; X-Request-ID and traceparent handling
 replay.py     the replay store for anomalous outputs
-adapters.py   normalization and event outbox, behind small interfaces
+prepare.py    text or raw e-mail -> what is scored (textgate.normalize, the parse pool)
+event_sink.py the outbox door: classification, release and review events; the publisher
 server.py     `textgate serve`: embedded Triton + uvicorn, reload on SIGHUP
 frontdoor.py  per-connection limits before the app: head size, read deadlines, caps
 pool.py       e-mail parsing in killable worker processes, with a time budget

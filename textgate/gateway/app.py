@@ -42,8 +42,8 @@ from textgate.errors import (
     UnsupportedContentType,
 )
 from textgate.gateway import admin, apidocs, console, corrections, logs, mail, panel, review
-from textgate.gateway.adapters import EventSink, Preparer
 from textgate.gateway.coalesce import Coalescer
+from textgate.gateway.event_sink import EventSink
 from textgate.gateway.http_errors import (
     GatewayError,
     Unauthorized,
@@ -54,6 +54,7 @@ from textgate.gateway.http_errors import (
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.policy import Policy, check_labels
 from textgate.gateway.pool import ParsePool
+from textgate.gateway.prepare import Preparer
 from textgate.gateway.prometheus import Metrics
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover

@@ -18,11 +18,12 @@ import numpy as np
 from textgate.config import Config
 from textgate.errors import InvalidInput, TritonTimeout
 from textgate.gateway import logs, rescore
-from textgate.gateway.adapters import EventSink, Prepared, Preparer
 from textgate.gateway.coalesce import Coalescer
+from textgate.gateway.event_sink import EventSink
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.outbox import RequestRecord
 from textgate.gateway.policy import Policy, on_malformed, score_of
+from textgate.gateway.prepare import Prepared, Preparer
 from textgate.gateway.prometheus import Metrics
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
