@@ -37,7 +37,7 @@ from textgate.gateway.service import Context
 from textgate.gateway.session import COOKIE, Session, Sessions
 
 if TYPE_CHECKING:
-    from textgate.gateway.app import Gateway
+    from textgate.gateway.lifecycle import Gateway
 
 router = APIRouter(include_in_schema=False)
 CSP = (

@@ -28,7 +28,7 @@ from textgate.gateway.http_errors import NotFound, status_of
 from textgate.gateway.service import Context, Runtime
 
 if TYPE_CHECKING:
-    from textgate.gateway.app import Gateway
+    from textgate.gateway.lifecycle import Gateway
 
 REQUEST_ID_HEADER = b"x-textgate-request-id"
 _NOT_SPAM = ("allow", "uncertain", *headers.NEGATIVE_LABELS)

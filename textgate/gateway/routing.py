@@ -3,8 +3,8 @@
 A task is an ensemble ``E`` whose last step is ``E_postprocess``; its labels come from that
 step's config, its variant and version from ``E_model``. ``E_fp32`` (built with
 ``repository.rescore_variant``) is the task's precise ensemble for the re-score. A route is
-chosen per request (``Router.route``) so that canary routing (a share of requests to another
-version) can later slot in without touching the callers.
+chosen per request (``Router.route``): for a released task the release state (a
+``VersionPicker``) names the version, so a canary's share of requests goes to another one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from textgate import names
 from textgate.errors import TritonUnavailable
@@ -38,10 +38,38 @@ class Route:
         return {"name": self.model, "version": self.version, "variant": self.variant}
 
 
+class VersionPicker(Protocol):
+    """What routing asks of the release state (``release_hook.ReleaseHook``); None: every
+    task is routed as discovered."""
+
+    def tasks(self) -> list[str]:
+        """The released tasks (their ``T_vN`` ensembles are versions, not tasks)."""
+        ...
+
+    def pick(self, task: str, key: str) -> int | None:
+        """The version that answers this request (canary share by ``key``), or None."""
+        ...
+
+    def canary_key(self, task: str) -> str:
+        """``tenant``, ``sender`` or ``request_id``: what keeps a caller on one version."""
+        ...
+
+    def observe(
+        self,
+        route: Route,
+        *,
+        ok: bool,
+        latency_s: float,
+        texts: Sequence[str] = (),
+        probs: Sequence[Sequence[float]] = (),
+    ) -> None:
+        """How a request went (the canary watch, shadow copies)."""
+        ...
+
+
 class Router:
-    def __init__(self, routes: Mapping[str, Route], releases: Any = None) -> None:
+    def __init__(self, routes: Mapping[str, Route], releases: VersionPicker | None = None) -> None:
         self.routes = dict(routes)
-        # textgate.release.StateView (or None): which version of a released task answers.
         self.releases = releases
 
     def route(self, task: str, key: str = "") -> Route:
@@ -75,11 +103,18 @@ class Router:
         value = {"tenant": tenant, "sender": sender}.get(kind)
         return value or request_id
 
-    def observe(self, route: Route, **outcome: Any) -> None:
+    def observe(
+        self,
+        route: Route,
+        *,
+        ok: bool,
+        latency_s: float,
+        texts: Sequence[str] = (),
+        probs: Sequence[Sequence[float]] = (),
+    ) -> None:
         """Tell the release hook how a request went (canary watch, shadow copy)."""
-        hook = getattr(self.releases, "observe", None)
-        if hook is not None:
-            hook(route, **outcome)
+        if self.releases is not None:
+            self.releases.observe(route, ok=ok, latency_s=latency_s, texts=texts, probs=probs)
 
     def models(self) -> list[str]:
         """Every ensemble a request may call: what /readyz waits for."""
@@ -98,7 +133,9 @@ def _steps(config: Mapping[str, Any]) -> list[str]:
     return [str(s.get("model_name", "")) for s in steps]
 
 
-async def discover(client: TritonClient, tasks: Sequence[str] = (), releases: Any = None) -> Router:
+async def discover(
+    client: TritonClient, tasks: Sequence[str] = (), releases: VersionPicker | None = None
+) -> Router:
     """Ask Triton which tasks it serves; ``tasks`` (if given) must all be among them.
 
     With ``releases``, a released task ``T`` is served by its versions' ensembles ``T_vN``
@@ -113,17 +150,25 @@ async def discover(client: TritonClient, tasks: Sequence[str] = (), releases: An
         route = await _route(client, name, ready)
         if route is not None:
             routes[name] = route
-    for task in releases.tasks() if releases is not None else ():
-        version = releases.pick(task, "")
-        serving = routes.get(names.version_ensemble(task, version))
-        if serving is not None and task not in routes:
-            routes[task] = dataclasses.replace(serving, task=task, version=str(version))
+    if releases is not None:
+        _route_released(routes, releases)
     missing = [t for t in tasks if t not in routes]
     if missing:
         raise TritonUnavailable(
             f"Triton serves no ready task {', '.join(missing)} (ready: {', '.join(ready)})"
         )
     return Router(routes, releases)
+
+
+def _route_released(routes: dict[str, Route], releases: VersionPicker) -> None:
+    """A released task ``T`` is its serving version's ensemble ``T_vN`` under the name ``T``."""
+    for task in releases.tasks():
+        version = releases.pick(task, "")
+        if version is None or task in routes:
+            continue
+        serving = routes.get(names.version_ensemble(task, version))
+        if serving is not None:
+            routes[task] = dataclasses.replace(serving, task=task, version=str(version))
 
 
 async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> Route | None:

@@ -72,12 +72,12 @@ def test_hostile_json_keys_are_a_422_with_an_encodable_message(
 def test_a_bug_is_a_generic_500_and_the_log_has_it(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from textgate.gateway import app as app_module
+    from textgate.gateway import request_body
 
     def boom(*_: object, **__: object) -> None:
         raise KeyError("internal detail")
 
-    monkeypatch.setattr(app_module, "_parse", boom)
+    monkeypatch.setattr(request_body, "parse", boom)
     with caplog.at_level(logging.ERROR, logger="textgate"):
         r = client.post("/v1/classify/spam", json={"text": "hi"}, headers={"x-request-id": "bug-1"})
     assert r.status_code == 500

@@ -9,7 +9,7 @@ import pytest
 from textgate import replicas
 from textgate.config import Config
 from textgate.errors import ConfigError
-from textgate.gateway.app import Gateway
+from textgate.gateway.lifecycle import Gateway
 
 
 def config(tmp_path: Path, http: str, grpc: list[str]) -> Config:

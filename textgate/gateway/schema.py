@@ -1,0 +1,86 @@
+"""The wire format of ``POST /v1/classify/{task}`` and of every error, as the published
+schema (``/openapi.json``, committed as docs/openapi.json) states it.
+
+Documentation, not validation: the handlers parse bodies by hand (``request_body.py``) and
+write answers with orjson; the contract test and the schemathesis runs check that every
+answer has this shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ClassifyRequest(BaseModel):
+    """Exactly one of ``text`` or ``texts``."""
+
+    text: str | None = Field(None, description="one text", min_length=1)
+    texts: list[str] | None = Field(None, description="several texts (batch)", min_length=1)
+
+
+class ModelRef(BaseModel):
+    name: str
+    version: str
+    variant: str
+
+
+class ItemResult(BaseModel):
+    label: str
+    probabilities: dict[str, float | None]
+    score: float | None = Field(description="what the policy thresholds compare")
+    action: str = Field(description="allow | review | quarantine, or a label | uncertain")
+    model: ModelRef
+    precision_path: str = Field(description="the variant that answered (fp32 after a re-score)")
+    rescored: bool
+    request_id: str
+    timings_ms: dict[str, float]
+    normalization: dict[str, Any] = Field(description="what normalization did")
+    explanation: list[dict[str, Any]] | None = Field(
+        None, description="with ?explain=N: the N spans that moved the score most (occlusion)"
+    )
+
+
+class ClassifyResponse(BaseModel):
+    request_id: str
+    task: str
+    results: list[ItemResult]
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+    request_id: str
+    field: str | None = None
+    hint: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": why}
+    for code, why in (
+        (401, "unknown API key or tenant key"),
+        (404, "unknown task"),
+        (413, "body over gateway.max_body_bytes"),
+        (415, "unsupported Content-Type"),
+        (422, "invalid input; `field` names it"),
+        (429, "overloaded; see Retry-After"),
+        (502, "Triton rejected the request"),
+        (503, "Triton or the event outbox unavailable; see Retry-After"),
+        (504, "Triton did not answer within the deadline"),
+    )
+}
+
+REQUEST_BODY = {
+    "required": True,
+    "content": {
+        # Inline: no route declares the model, so a $ref to it dangled in the published schema.
+        "application/json": {"schema": ClassifyRequest.model_json_schema()},
+        "message/rfc822": {"schema": {"type": "string", "format": "binary"}},
+        "text/plain": {"schema": {"type": "string"}},
+    },
+}
