@@ -39,9 +39,9 @@ _PROBE_TIMEOUT_S = 1.0
 
 @dataclass(frozen=True)
 class Prediction:
-    """One ensemble answer: a label and the probability row per input text."""
+    """One ensemble answer: the probability row per input text (the ensemble's ``label``
+    output is not asked for: the policy decides from the probabilities)."""
 
-    labels: tuple[str, ...]
     probabilities: np.ndarray  # float32 [n, num_labels]
     endpoint: str
 
@@ -178,7 +178,7 @@ class TritonClient:
         data = np.array([[t.encode("utf-8")] for t in texts], dtype=np.object_)
         inputs = [aio.InferInput("text", list(data.shape), "BYTES")]
         inputs[0].set_data_from_numpy(data)
-        outputs = [aio.InferRequestedOutput("label"), aio.InferRequestedOutput("probabilities")]
+        outputs = [aio.InferRequestedOutput("probabilities")]
 
         async def call(ep: Endpoint, remaining: float) -> Prediction:
             result = await self._conn(ep).infer(
@@ -190,9 +190,8 @@ class TritonClient:
                 headers=dict(headers or {}),
                 client_timeout=remaining,
             )
-            labels = tuple(_text(x) for x in result.as_numpy("label").reshape(-1))
             probs = np.asarray(result.as_numpy("probabilities"), dtype=np.float32)
-            return Prediction(labels, probs.reshape(len(texts), -1), ep.url)
+            return Prediction(probs.reshape(len(texts), -1), ep.url)
 
         return await self._with_retries(model, call, timeout_s, retry_missing=True)
 
@@ -312,10 +311,6 @@ class TritonClient:
                 ],
             )
         return ep.client
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _brief(exc: Exception) -> str:

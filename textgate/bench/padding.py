@@ -12,17 +12,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-
-
-def token_lengths(tokenizer_file: Path, texts: Sequence[str], max_length: int) -> list[int]:
-    """Tokens per text (special tokens included, truncated) as the serving tokenizer sees it."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(tokenizer_file))
-    tok.no_padding()
-    tok.enable_truncation(max_length)
-    return [len(e.ids) for e in tok.encode_batch(list(texts))]
 
 
 def bucket_for(length: int, buckets: Sequence[int]) -> int:

@@ -23,9 +23,3 @@ def near_threshold(score: float, thresholds: Sequence[float], band: float) -> bo
 
 def needs_rescore(rule: TaskPolicyConfig, score: float) -> bool:
     return near_threshold(score, rule.thresholds(), rule.rescore_band)
-
-
-def disagreement(fast: Sequence[float], precise: Sequence[float]) -> float:
-    """The largest per-label probability difference (NaN counts as total disagreement)."""
-    diffs = [abs(a - b) for a, b in zip(fast, precise, strict=True)]
-    return 1.0 if any(math.isnan(d) for d in diffs) else max(diffs, default=0.0)

@@ -37,7 +37,6 @@ def test_rescore_band_around_thresholds() -> None:
     assert not rescore.needs_rescore(SPAM, 0.5)
     off = TaskPolicyConfig(task="spam", rescore_band=0.0)
     assert not rescore.needs_rescore(off, 0.85)
-    assert rescore.disagreement([0.1, 0.9], [0.3, 0.7]) == pytest.approx(0.2)
 
 
 def test_tenants_validated_at_load() -> None:
