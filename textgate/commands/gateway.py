@@ -214,9 +214,11 @@ def _event_line(event: dict[str, Any], state: str) -> str:
             f"{head}{event.get('op')} v{event.get('version')} (serving v{event.get('serving')})"
             f"  {event.get('reason', '')}  {state}"
         )
+    from textgate.gateway.events import score_text
+
     model = f"{event.get('model')}@{event.get('model_version')}/{event.get('variant')}"
-    score = float(event.get("score", float("nan")))
-    return f"{head}{model}  {event.get('label')} {score:.4f}  {event.get('action')}  {state}"
+    score = score_text(event.get("score"))  # null: a non-finite model output
+    return f"{head}{model}  {event.get('label')} {score}  {event.get('action')}  {state}"
 
 
 def _iso(ts: Any) -> str:

@@ -13,6 +13,10 @@ release event's place. ``request_id`` is now a plain field (not unique).
 A promote, rollback or automatic canary rollback is a ``ReleaseEvent`` on the same outbox and
 topic under its own schema id, ``textgate.release-event/1`` (``RELEASE_EVENT_SCHEMA``): a
 ``textgate.event/1`` consumer tells them apart by ``schema`` and its events are unchanged.
+
+``score`` is a number, or null where the model's output was not finite (NaN/inf): JSON has
+no NaN, and such an output is a model defect, not a score. ``/2`` events always carried null
+there; the schema now says so (``textgate events tail`` shows ``n/a``).
 """
 
 from __future__ import annotations
@@ -66,7 +70,12 @@ EVENT_SCHEMA: dict[str, Any] = {
         "model_version": {"type": "string"},
         "variant": {"type": "string", "description": "variant that answered: fp32, int8, ..."},
         "label": {"type": "string"},
-        "score": {"type": "number"},
+        "score": {
+            "type": ["number", "null"],
+            "description": "what the policy thresholds compare; null only when the model's "
+            "output was not finite (NaN/inf: a model defect, never a score; the action is "
+            "then review)",
+        },
         "action": {"type": "string", "description": "allow, review, quarantine, a label, ..."},
         "timings_ms": {"type": "object", "additionalProperties": {"type": "number"}},
         "text_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
@@ -147,6 +156,11 @@ def new_event_id() -> str:
     return secrets.token_hex(16)
 
 
+def score_text(score: Any) -> str:
+    """An event's score for people: four decimals, ``n/a`` for null (a non-finite output)."""
+    return f"{float(score):.4f}" if isinstance(score, int | float) else "n/a"
+
+
 def text_hash(text: str) -> str:
     """SHA-256 of the UTF-8 text: lets consumers join and count texts without holding them."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -162,7 +176,7 @@ class Event:
     model_version: str
     variant: str
     label: str
-    score: float
+    score: float | None  # None: the model's output was not finite (EVENT_SCHEMA)
     action: str
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     text_sha256: str

@@ -8,6 +8,7 @@ P(last label) for two labels (so the re-score band has one axis), else the top p
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import math
 from collections.abc import Mapping, Sequence
@@ -20,10 +21,16 @@ from textgate.gateway.http_errors import Unauthorized
 API_KEY_HEADER = "X-API-Key"
 
 
+# A NaN or infinite probability is a defect of the model, not a score: no threshold may
+# read it, so the verdict is ``review`` and lists this defect (docs/gateway.md).
+NON_FINITE_OUTPUT = "model_output_not_finite"
+
+
 @dataclass(frozen=True)
 class Verdict:
     action: str
-    score: float
+    score: float  # may be NaN/inf exactly when ``defects`` holds NON_FINITE_OUTPUT
+    defects: tuple[str, ...] = ()
 
 
 _SEVERITY = {"allow": 0, "review": 1, "quarantine": 2}
@@ -41,9 +48,10 @@ def score_of(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[floa
 
 def decide(rule: TaskPolicyConfig, labels: Sequence[str], probs: Sequence[float]) -> Verdict:
     score = score_of(rule, labels, probs)
-    if math.isnan(score):
-        # A model that answers NaN must not wave a message through.
-        return Verdict("review", score)
+    if not (math.isfinite(score) and all(math.isfinite(float(p)) for p in probs)):
+        # Neither waved through (NaN compares false) nor quarantined (inf passes every
+        # threshold): a person looks at it.
+        return Verdict("review", score, (NON_FINITE_OUTPUT,))
     if rule.kind == "threshold":
         action = _action(score, rule.review_at, rule.quarantine_at)
         for extra in rule.label_rules:
@@ -128,4 +136,4 @@ def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:
         return verdict
     if _SEVERITY.get(verdict.action, 0) >= _SEVERITY[rule.malformed_action]:
         return verdict
-    return Verdict(rule.malformed_action, verdict.score)
+    return dataclasses.replace(verdict, action=rule.malformed_action)

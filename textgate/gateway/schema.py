@@ -29,7 +29,10 @@ class ModelRef(BaseModel):
 class ItemResult(BaseModel):
     label: str
     probabilities: dict[str, float | None]
-    score: float | None = Field(description="what the policy thresholds compare")
+    score: float | None = Field(
+        description="what the policy thresholds compare; null: the model's output was not "
+        "finite (see defects)"
+    )
     action: str = Field(description="allow | review | quarantine, or a label | uncertain")
     model: ModelRef
     precision_path: str = Field(description="the variant that answered (fp32 after a re-score)")
@@ -37,6 +40,11 @@ class ItemResult(BaseModel):
     request_id: str
     timings_ms: dict[str, float]
     normalization: dict[str, Any] = Field(description="what normalization did")
+    defects: list[str] | None = Field(
+        None,
+        description="only when the model answered NaN/inf: model_output_not_finite "
+        "(the action is then review)",
+    )
     explanation: list[dict[str, Any]] | None = Field(
         None, description="with ?explain=N: the N spans that moved the score most (occlusion)"
     )

@@ -22,7 +22,7 @@ from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.event_sink import EventSink
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.outbox import RequestRecord
-from textgate.gateway.policy import Policy, on_malformed, score_of
+from textgate.gateway.policy import Policy, Verdict, on_malformed, score_of
 from textgate.gateway.prepare import Prepared, Preparer
 from textgate.gateway.prometheus import Metrics
 from textgate.gateway.replay import ReplayStore, anomaly
@@ -153,7 +153,7 @@ class Service:
                     "tenant": ctx.tenant,
                 }
             )
-            results.append(self._result(route, item, s, v.action, v.score, rid, ctx))
+            results.append(self._result(route, item, s, v, rid, ctx))
         record = None
         if ctx.client_id and ctx.payload_sha256:
             record = RequestRecord(
@@ -310,16 +310,15 @@ class Service:
         route: Route,
         item: Prepared,
         s: Scored,
-        action: str,
-        score: float,
+        v: Verdict,
         rid: str,
         ctx: Context,
     ) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "label": s.label,
             "probabilities": {n: _finite(p) for n, p in zip(route.labels, s.probs, strict=True)},
-            "score": _finite(score),
-            "action": action,
+            "score": _finite(v.score),
+            "action": v.action,
             "model": route.describe(),
             "precision_path": s.variant,
             "rescored": s.rescored,
@@ -327,6 +326,9 @@ class Service:
             "timings_ms": dict(ctx.timings_ms),
             "normalization": item.notes,
         }
+        if v.defects:  # only then: every ordinary answer keeps its shape
+            out["defects"] = list(v.defects)
+        return out
 
 
 def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None:
@@ -348,5 +350,6 @@ def _label(labels: Sequence[str], probs: Sequence[float]) -> str:
 
 
 def _finite(value: float) -> float | None:
-    """JSON has no NaN: a non-finite number is sent as null (and the output is replayed)."""
+    """JSON has no NaN: a non-finite number is sent as null (answer and event alike; the
+    verdict lists the defect, and the output is replayed when a replay store is set)."""
     return float(value) if math.isfinite(value) else None
