@@ -38,7 +38,7 @@ from textgate.gateway import (
 )
 from textgate.gateway.lifecycle import Gateway, gateway_of, install_sighup
 from textgate.gateway.schema import ERRORS, REQUEST_BODY, ClassifyResponse
-from textgate.gateway.service import Context
+from textgate.gateway.service import Context, Runtime
 from textgate.gateway.session import Sessions
 
 
@@ -98,16 +98,11 @@ def _routes(app: FastAPI) -> None:
     async def classify(task: str, request: Request) -> Any:
         gw = gateway_of(request)
         rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
-        ctx = Context(request_id=request.state.request_id, headers=_triton_headers(request))
         media = request_body.media_type(request)
         request_body.check_media(media)  # 415 before reading the body
         body = await request_body.read_body(request, rt.config.gateway.max_body_bytes)
         raw = request_body.parse(media, body, rt.config.gateway.max_batch)
-        ctx.tenant = request.state.tenant = rt.policy.tenant(request.headers)
-        ctx.sender = request.headers.get("x-sender")  # a canary key option
-        if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
-            ctx.client_id = ctx.request_id
-            ctx.payload_sha256 = request_body.payload_hash(task, media, body)
+        ctx = _context(request, rt, task, media, body)
         results = await gw.service.classify(rt, task, raw, ctx)
         desk: mail.Mail = request.app.state.mail
         desk.remember(task, raw, ctx.tenant, results)
@@ -127,36 +122,7 @@ def _routes(app: FastAPI) -> None:
     @app.get("/v1/models", summary="Tasks, models, versions, variants and thresholds")
     async def models(request: Request) -> dict[str, Any]:
         rt = gateway_of(request).runtime
-        out = []
-        for name in rt.router.public():
-            route = rt.router.routes[name]
-            rule = rt.policy.rule(name)
-            out.append(
-                {
-                    "task": name,
-                    "labels": list(route.labels),
-                    "model": route.describe(),
-                    "rescore": {
-                        "model": route.precise,
-                        "variant": route.precise_variant,
-                        "enabled": bool(route.precise and rt.config.gateway.rescore),
-                        "band": rule.rescore_band,
-                    },
-                    "policy": {
-                        "kind": rule.kind,
-                        "positive_label": rule.positive_label,
-                        "review_at": rule.review_at,
-                        "quarantine_at": rule.quarantine_at,
-                        "uncertain_band": rule.uncertain_band,
-                        "thresholds": list(rule.thresholds()),
-                    },
-                    "tenant_overrides": [
-                        t.name
-                        for t in rt.config.policy.tenants
-                        if any(p.task == name for p in t.tasks)
-                    ],
-                }
-            )
+        out = [_describe(rt, name) for name in rt.router.public()]
         return {"tasks": out, "endpoints": rt.client.describe()}
 
     @app.get("/healthz", summary="The process is alive")
@@ -177,9 +143,45 @@ def _routes(app: FastAPI) -> None:
         return Response(gw.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def _triton_headers(request: Request) -> dict[str, str]:
-    """What Triton gets as gRPC metadata: the trace context of this request."""
-    return {"traceparent": request.state.trace.traceparent}
+def _context(request: Request, rt: Runtime, task: str, media: str, body: bytes) -> Context:
+    # Triton gets the trace context as gRPC metadata.
+    ctx = Context(
+        request_id=request.state.request_id,
+        headers={"traceparent": request.state.trace.traceparent},
+    )
+    ctx.tenant = request.state.tenant = rt.policy.tenant(request.headers)
+    ctx.sender = request.headers.get("x-sender")  # a canary key option
+    if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
+        ctx.client_id = ctx.request_id
+        ctx.payload_sha256 = request_body.payload_hash(task, media, body)
+    return ctx
+
+
+def _describe(rt: Runtime, name: str) -> dict[str, Any]:
+    """One task as /v1/models lists it: model, re-score, policy, tenants with overrides."""
+    route, rule = rt.router.routes[name], rt.policy.rule(name)
+    return {
+        "task": name,
+        "labels": list(route.labels),
+        "model": route.describe(),
+        "rescore": {
+            "model": route.precise,
+            "variant": route.precise_variant,
+            "enabled": bool(route.precise and rt.config.gateway.rescore),
+            "band": rule.rescore_band,
+        },
+        "policy": {
+            "kind": rule.kind,
+            "positive_label": rule.positive_label,
+            "review_at": rule.review_at,
+            "quarantine_at": rule.quarantine_at,
+            "uncertain_band": rule.uncertain_band,
+            "thresholds": list(rule.thresholds()),
+        },
+        "tenant_overrides": [
+            t.name for t in rt.config.policy.tenants if any(p.task == name for p in t.tasks)
+        ],
+    }
 
 
 def openapi_json() -> str:
