@@ -111,8 +111,8 @@ def candidate(name: str, minutes: float, pretrain_minutes: float, work: Path) ->
     import torch
 
     from textgate import zhbase
-    from textgate.pretrain import PretrainOptions
     from textgate.train import TrainOptions, train
+    from textgate.zhbase.pretrain import PretrainOptions
 
     torch.set_num_threads(THREADS // 2)  # the two candidates run side by side
     s = splits()

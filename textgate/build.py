@@ -27,11 +27,7 @@ EXPORT_CODE = ("bundle.py", "metrics.py", "export")
 # sentiment-zh's base model is built from the data (no Chinese weights ship in a package):
 # a third cached stage, under the train split's hash, its recipe and this code.
 BASE_CODE = (
-    "charvocab.py",
-    "encoder.py",
-    "pretrain.py",
-    "unlabelled.py",
-    "zhbase.py",
+    "zhbase",
     "sources.py",
     "normalize",
 )

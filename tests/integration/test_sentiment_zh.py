@@ -29,8 +29,9 @@ def _slice(table: data.Table, n: int, seed: int) -> data.Table:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, float], data.Splits]:
-    from textgate import encoder, zhbase
+    from textgate import zhbase
     from textgate.train import TrainOptions, train
+    from textgate.zhbase import encoder
 
     try:
         table = data.load_task("sentiment-zh")

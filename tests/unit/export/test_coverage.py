@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from zhtexts import reviews
 
-from textgate import charvocab, cli
+from textgate import cli
 from textgate.errors import ExportError, VocabularyError
 from textgate.export import coverage
+from textgate.zhbase import vocab as charvocab
 
 pytest.importorskip("tokenizers")
 

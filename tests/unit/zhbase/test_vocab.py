@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from zhtexts import reviews
 
-from textgate import charvocab
+from textgate.zhbase import vocab as charvocab
 
 pytest.importorskip("tokenizers")
 

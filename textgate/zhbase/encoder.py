@@ -1,7 +1,7 @@
 """A compact character-level BERT for Chinese, made from nothing but a corpus.
 
 No Chinese weights ship in any package textgate may use, so the base model is built here:
-a tokenizer counted from the texts (``textgate.charvocab``) and a small BERT initialised
+a tokenizer counted from the texts (``textgate.zhbase.vocab``) and a small BERT initialised
 from a seed, optionally pre-trained by masked-language modelling (``textgate.pretrain``).
 The result is an ordinary Hugging Face checkpoint directory (config.json, weights,
 tokenizer.json), so fine-tuning, export and serving treat it like any other base.
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from textgate import charvocab
+from textgate.zhbase import vocab
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +55,8 @@ def init_base(
     from transformers import BertForMaskedLM
 
     shape = shape or EncoderShape()
-    tok = charvocab.build_tokenizer(texts)
-    fast = charvocab.save_pretrained(tok, out, shape.max_positions)
+    tok = vocab.build_tokenizer(texts)
+    fast = vocab.save_pretrained(tok, out, shape.max_positions)
     torch.manual_seed(seed)
     model = BertForMaskedLM(shape.config(tok.get_vocab_size(), int(fast.pad_token_id)))
     model.save_pretrained(str(out))

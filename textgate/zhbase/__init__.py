@@ -1,6 +1,6 @@
 """The base model of ``sentiment-zh``: a character BERT built and pre-trained offline.
 
-    train-split reviews + People's Daily sentences ─ charvocab ─ tokenizer
+    train-split reviews + People's Daily sentences ─ vocab ─ tokenizer
                                                   └ EncoderShape ─ seeded BERT
                                                   └ pretrain (MLM, time budget) ─ base dir
 
@@ -18,8 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from textgate import data, encoder, unlabelled
-from textgate.pretrain import PretrainOptions, pretrain
+from textgate import data
+from textgate.zhbase import encoder, unlabelled
+from textgate.zhbase.pretrain import PretrainOptions, pretrain
 
 # 3 layers x 256 managed 110 steps (0.25 epoch) in a 12-minute budget on this shared
 # machine; 2 x 128 runs several epochs in the same time (docs/sentiment-zh.md).
