@@ -46,6 +46,12 @@ class TaskPolicyConfig:
     review_at: float = 0.85
     uncertain_band: float = 0.1
     rescore_band: float = 0.05  # re-score within +-band of a decision threshold; 0: never
+    # [low, high]: re-score exactly where the score lies in it (seed 001: 0.45-0.55, where
+    # an fp16 0.47 against an fp32 0.52 flips the label); null: rescore_band around thresholds
+    rescore_range: tuple[float, float] | None = None
+    # a note when more than this share of a text's tokens are [UNK] (a script the model has
+    # not seen); null: not computed (it costs a second tokenization in the gateway)
+    unk_note_above: float | None = None
     # threshold kind: the least action for a message read best-effort (MIME not trusted)
     malformed_action: Literal["allow", "review", "quarantine"] = "review"
 
@@ -65,6 +71,17 @@ class TaskPolicyConfig:
         )
         require(0.0 <= self.uncertain_band < 0.5, "uncertain_band", "must be within 0..0.5")
         require(0.0 <= self.rescore_band < 0.5, "rescore_band", "must be within 0..0.5")
+        r = self.rescore_range
+        require(
+            r is None or (len(r) == 2 and 0.0 <= r[0] <= r[1] <= 1.0),
+            "rescore_range",
+            f"must be [low, high] with 0 <= low <= high <= 1, got {list(r or ())}",
+        )
+        require(
+            self.unk_note_above is None or 0.0 <= self.unk_note_above < 1.0,
+            "unk_note_above",
+            "must be within 0..1 (or null: off)",
+        )
         require(
             not (self.positive_label and self.negative_label),
             "negative_label",
@@ -77,6 +94,17 @@ class TaskPolicyConfig:
             return (self.review_at, self.quarantine_at)
         band = self.uncertain_band
         return (0.5 - band, 0.5 + band) if band else (0.5,)
+
+    def rescore_intervals(self) -> tuple[tuple[float, float], ...]:
+        """Score intervals that the fp32 variant re-scores (what a response reports)."""
+        if self.rescore_range is not None:
+            return (self.rescore_range,)
+        if self.rescore_band <= 0:
+            return ()
+        b = self.rescore_band
+        return tuple(
+            (round(max(0.0, t - b), 6), round(min(1.0, t + b), 6)) for t in self.thresholds()
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,7 +137,12 @@ def _default_policies() -> tuple[TaskPolicyConfig, ...]:
             negative_label="ham",
             label_rules=(LabelRule(label="phish", review_at=0.5, quarantine_at=0.85),),
         ),
-        TaskPolicyConfig(task="sentiment", kind="label"),
+        # Seed 001: fp32 answers where the fast variant's score lies in 0.45-0.55; a text
+        # mostly of [UNK] tokens is in a script the model has not seen (docs/gateway.md).
+        *(
+            TaskPolicyConfig(task=t, kind="label", rescore_range=(0.45, 0.55), unk_note_above=0.2)
+            for t in ("sentiment", "sentiment-zh")
+        ),
     )
 
 

@@ -110,3 +110,41 @@ def test_negative_label_must_exist_and_excludes_positive_label() -> None:
     assert check_labels(rule, ("negative", "positive")) is not None
     with pytest.raises(ConfigError, match="negative_label"):
         TaskPolicyConfig(task="spam", negative_label="ham", positive_label="spam")
+
+
+def test_sentiment_rescores_in_seed_001_band_by_default() -> None:
+    rule = PolicyConfig().for_task("sentiment")
+    assert rule.rescore_range == (0.45, 0.55) and rule.rescore_intervals() == ((0.45, 0.55),)
+    assert rescore.needs_rescore(rule, 0.47) and rescore.needs_rescore(rule, 0.55)
+    assert not rescore.needs_rescore(rule, 0.44) and not rescore.needs_rescore(rule, 0.6)
+    assert rescore.needs_rescore(rule, math.nan)
+    assert PolicyConfig().for_task("sentiment-zh").rescore_range == (0.45, 0.55)
+    # spam keeps +-rescore_band around its thresholds, reported as intervals
+    spam = PolicyConfig().for_task("spam").rescore_intervals()
+    assert spam == ((0.8, 0.9), (0.9, 1.0))
+
+
+def test_rescore_range_per_tenant_and_from_env() -> None:
+    wide = {"task": "sentiment", "kind": "label", "rescore_range": [0.4, 0.6]}
+    cfg = Config.from_dict({"policy": {"tenants": [{"name": "wide", "tasks": [wide]}]}})
+    assert cfg.policy.for_task("sentiment", "wide").rescore_range == (0.4, 0.6)
+    assert cfg.policy.for_task("sentiment").rescore_range == (0.45, 0.55)
+    env = {
+        "TEXTGATE_POLICY__TASKS": "[{task: sentiment, kind: label, rescore_range: [0.48, 0.52]}]"
+    }
+    narrow = Config.from_dict(None, env=env).policy.for_task("sentiment")
+    assert narrow.rescore_range == (0.48, 0.52)
+
+
+@pytest.mark.parametrize("bad", [[0.6, 0.4], [0.4], [-0.1, 0.5], [0.4, 0.5, 0.6]])
+def test_rescore_range_validated_at_load(bad: list[float]) -> None:
+    with pytest.raises(ConfigError, match=r"policy.tasks\[0\].rescore_range"):
+        Config.from_dict(
+            {"policy": {"tasks": [{"task": "s", "kind": "label", "rescore_range": bad}]}}
+        )
+
+
+def test_unk_note_above_validated() -> None:
+    with pytest.raises(ConfigError, match="unk_note_above"):
+        TaskPolicyConfig(task="s", unk_note_above=1.5)
+    assert PolicyConfig().for_task("spam").unk_note_above is None  # spam pays nothing
