@@ -224,3 +224,61 @@ def bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -
     meta = {"task": task, "labels": list(labels), "max_length": 64}
     (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
     return out
+
+
+# --- a Chinese-capable tiny model (issue 15: serving the Chinese sentiment model) ----------
+
+ZH_CHARS = "这家餐厅的菜非常好吃服务也很周到太差了难失望不推荐喜欢满意，。！"
+ZH_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def zh_tokenizer(out: Path, chars: str = ZH_CHARS) -> Any:
+    """A char-level WordPiece tokenizer over ``chars`` (BERT's normalizer puts spaces around
+    each CJK character, so each is a word); anything else is ``[UNK]``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate([*ZH_SPECIALS, *dict.fromkeys(chars)])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, handle_chinese_chars=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=64,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(str(out))
+    return fast
+
+
+def zh_bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -> Path:
+    """A 2-layer, 32-wide BERT over ``zh_tokenizer``'s few characters, in ``out``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    tokenizer = zh_tokenizer(out)
+    torch.manual_seed(seed)
+    config = transformers.BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+    )
+    transformers.BertForSequenceClassification(config).save_pretrained(out)
+    meta = {"task": task, "labels": list(labels), "max_length": 64}
+    (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
+    return out

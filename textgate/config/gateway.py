@@ -34,6 +34,9 @@ class GatewayConfig:
     admin_token: str | None = None  # bearer token of POST /admin/reload; null: endpoint off
     rescore: bool = True  # re-score with the fp32 ensemble inside the band (when deployed)
     replay_dir: Path | None = None  # where anomalous requests are saved; null: not saved
+    # Where the served tokenizer.json files are (a model repository, bundles), for the
+    # unk_ratio of tasks that set policy unk_note_above; release.repository is added.
+    tokenizer_dirs: tuple[Path, ...] = ()
     replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
     log_format: Literal["json", "text"] = "json"
     # E-mail parsing runs in this many worker processes (0: in the request's own thread,

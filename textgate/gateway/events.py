@@ -81,6 +81,15 @@ EVENT_SCHEMA: dict[str, Any] = {
         "text_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         "text": {"type": ["string", "null"], "description": "only with events.store_text"},
         "tenant": {"type": ["string", "null"]},
+        "rescore_band": {
+            "type": ["array", "null"],
+            "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+            "description": "score intervals re-scored by fp32 ([] where re-scoring is off)",
+        },
+        "unk_ratio": {
+            "type": ["number", "null"],
+            "description": "share of the text's tokens that are [UNK]; null: not computed",
+        },
     },
 }
 
@@ -182,6 +191,8 @@ class Event:
     text_sha256: str
     text: str | None = None
     tenant: str | None = None
+    rescore_band: list[list[float]] | None = None  # optional fields: /2 readers still match
+    unk_ratio: float | None = None
     time: float = field(default_factory=time.time)
     event_id: str = field(default_factory=new_event_id)
     schema: str = SCHEMA_ID

@@ -39,6 +39,7 @@ from textgate.gateway.release_hook import ReleaseHook
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover
 from textgate.gateway.service import Runtime, Service
+from textgate.gateway.unk import UnkCounter
 from textgate.normalize import NormalizeSettings
 from textgate.triton_client import Prediction, TritonClient
 
@@ -122,6 +123,7 @@ class Gateway:
             replay=ReplayStore(gw.replay_dir) if gw.replay_dir else None,
             parse_pool=self.parse_pool,
             coalescer=Coalescer.from_config(client, gw),
+            unk=UnkCounter.from_config(config),
         )
 
     # --- lifecycle ---------------------------------------------------------------------

@@ -37,6 +37,16 @@ class ItemResult(BaseModel):
     model: ModelRef
     precision_path: str = Field(description="the variant that answered (fp32 after a re-score)")
     rescored: bool
+    rescore_band: list[list[float]] = Field(
+        default_factory=list,
+        description="score intervals [low, high] that fp32 re-scores; [] where it is off",
+    )
+    unk_ratio: float | None = Field(
+        None, description="share of tokens the tokenizer maps to [UNK] (tasks that ask)"
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="warnings about this answer (e.g. unseen script)"
+    )
     request_id: str
     timings_ms: dict[str, float]
     normalization: dict[str, Any] = Field(description="what normalization did")

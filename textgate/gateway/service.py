@@ -6,6 +6,7 @@ its start and keeps it to the end, so a reload never changes a request half-way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -27,6 +28,8 @@ from textgate.gateway.prepare import Prepared, Preparer
 from textgate.gateway.prometheus import Metrics
 from textgate.gateway.replay import ReplayStore, anomaly
 from textgate.gateway.routing import Route, Router
+from textgate.gateway.unk import UnkCounter
+from textgate.gateway.unk import note as unk_note
 from textgate.triton_client import TritonClient
 
 
@@ -41,6 +44,7 @@ class Runtime:
     replay: ReplayStore | None = None
     parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
     coalescer: Coalescer | None = None  # None: one Triton call per request (coalesce: false)
+    unk: UnkCounter | None = None  # None: no unk_ratio (no tokenizer files to read)
 
 
 @dataclass
@@ -128,6 +132,8 @@ class Service:
         t = time.perf_counter()
         verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
         rule = rt.policy.rule(task, ctx.tenant)
+        unk = [await self._unk(rt, rule, route, item) for item in items]
+        band = _band(rt, route, rule)
         verdicts = [
             on_malformed(rule, v) if item.notes.get("best_effort") else v
             for item, v in zip(items, verdicts, strict=True)
@@ -135,7 +141,7 @@ class Service:
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
         results, events = [], []
-        for i, (item, s, v) in enumerate(zip(items, scored, verdicts, strict=True)):
+        for i, (item, s, v, u) in enumerate(zip(items, scored, verdicts, unk, strict=True)):
             rid = ctx.request_id if len(items) == 1 else f"{ctx.request_id}/{i}"
             self._maybe_replay(rt, route, item, s, rid)
             events.append(
@@ -151,9 +157,12 @@ class Service:
                     "action": v.action,
                     "timings_ms": dict(ctx.timings_ms),
                     "tenant": ctx.tenant,
+                    "rescore_band": band,
+                    "unk_ratio": u,
                 }
             )
-            results.append(self._result(route, item, s, v, rid, ctx))
+            result = self._result(route, item, s, v, rid, ctx)
+            results.append(_with_checks(result, band, u, rule.unk_note_above))
         record = None
         if ctx.client_id and ctx.payload_sha256:
             record = RequestRecord(
@@ -276,6 +285,16 @@ class Service:
             parts.append(pred.probabilities)
         return np.concatenate(parts) if parts else np.zeros((0, len(route.labels)), np.float32)
 
+    async def _unk(self, rt: Runtime, rule: Any, route: Route, item: Prepared) -> float | None:
+        """The item's [UNK] share, for tasks whose policy asks for it (costs a tokenization:
+        ~40-75 µs a sentence, benchmarks/unk_ratio.py)."""
+        if rule.unk_note_above is None or rt.unk is None or not route.tokenizer_sha256:
+            return None
+        if not rt.unk.ready(route.tokenizer_sha256):
+            await asyncio.to_thread(rt.unk.prepare, route.tokenizer_sha256)
+        ratio = rt.unk.ratio(route.tokenizer_sha256, item.pieces)
+        return None if ratio is None else round(ratio, 4)
+
     def _maybe_replay(self, rt: Runtime, route: Route, item: Prepared, s: Scored, rid: str) -> None:
         if rt.replay is None:
             return
@@ -329,6 +348,21 @@ class Service:
         if v.defects:  # only then: every ordinary answer keeps its shape
             out["defects"] = list(v.defects)
         return out
+
+
+def _band(rt: Runtime, route: Route, rule: Any) -> list[list[float]]:
+    """The score intervals the fp32 variant re-scores: empty where re-scoring is off."""
+    if not (route.precise and rt.config.gateway.rescore):
+        return []
+    return [[low, high] for low, high in rule.rescore_intervals()]
+
+
+def _with_checks(
+    result: dict[str, Any], band: list[list[float]], unk: float | None, above: float | None
+) -> dict[str, Any]:
+    """``rescore_band`` beside ``precision_path``; ``unk_ratio`` and the notes it raises."""
+    notes = [unk_note(unk)] if unk is not None and above is not None and unk > above else []
+    return {**result, "rescore_band": band, "unk_ratio": unk, "notes": notes}
 
 
 def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None:
