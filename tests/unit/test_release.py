@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from textgate import bundle, names, release
-from textgate.config import ReleaseConfig
+from textgate.config import Config, ReleaseConfig
 from textgate.errors import BundleError, GateFailed, InvalidInput, ModelLoadError, ReleaseError
 from textgate.release import gate
 
@@ -290,7 +290,7 @@ sys.path.insert(0, {here!r})
 from pathlib import Path
 from test_release import FileControl, make_bundle
 from textgate import release
-from textgate.config import ReleaseConfig
+from textgate.config import Config, ReleaseConfig
 rel = release.Releases({repo!r}, ReleaseConfig(), control=FileControl(Path({loaded!r})))
 op = {op!r}
 if op == "add":
@@ -563,3 +563,58 @@ def test_compare_uses_recorded_outputs_of_text_less_shadow_rows(
 
     report = rel.compare("spam", infer)
     assert report["passed"] and report["n_shadow"] == 60 and report["agreement"] == 1.0
+
+
+def test_compare_gates_each_language_sample_on_its_own(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    """Sentiment's canary gate runs on an English and a Chinese sample; a candidate that
+    disagrees on more than 0.5 % of either is refused even where the pooled texts agree."""
+    en, zh = tmp_path / "en.jsonl", tmp_path / "zh.jsonl"
+    en.write_text("\n".join(json.dumps({"text": f"en{i}"}) for i in range(1000)), "utf-8")
+    zh.write_text("\n".join(json.dumps({"text": f"zh{i}"}) for i in range(200)), "utf-8")
+    samples = [
+        {"task": "sentiment", "name": "en", "path": str(en)},
+        {"task": "sentiment", "name": "zh", "path": str(zh)},
+    ]
+    cfg = Config.from_dict({"release": {"compare_samples": samples, "min_compare_texts": 50}})
+    rel = release.Releases(repo, cfg.release, control=control)
+    rel.add(make_bundle(tmp_path, "b1", task="sentiment"), "sentiment")
+    rel.add(make_bundle(tmp_path, "b2", task="sentiment"), "sentiment")
+    for i in range(60):
+        rel.record_shadow("sentiment", {"text": f"shadow{i}"})
+    flipped: set[str] = set()
+
+    def infer(model: str, texts: Any) -> np.ndarray:
+        rows = [[0.1, 0.9] if model.endswith("_v2") and t in flipped else [0.9, 0.1] for t in texts]
+        return np.asarray(rows, np.float32)
+
+    flipped.update({"zh0", "en0"})  # 1 of 200 Chinese (0.5 %), 1 of 1000 English
+    report = rel.compare("sentiment", infer)
+    assert report["passed"], report["reasons"]
+    assert [(s["name"], s["n"]) for s in report["samples"]] == [("en", 1000), ("zh", 200)]
+    assert report["samples"][1]["agreement"] == pytest.approx(0.995)
+
+    flipped.add("zh1")  # 2 of 200: 99.0 % on Chinese; pooled with English it is 99.75 %
+    report = rel.compare("sentiment", infer)
+    assert not report["passed"]
+    assert report["reasons"] == ["sample zh: argmax agreement 0.9900 < 0.995"]
+    assert rel.task("sentiment")["versions"]["2"]["gate"]["samples"][1]["passed"] is False
+    with pytest.raises(GateFailed, match="sample zh"):
+        rel.promote("sentiment")
+
+
+def test_a_missing_compare_sample_is_a_clear_error(
+    tmp_path: Path, repo: Path, control: FileControl
+) -> None:
+    sample = {"task": "spam", "name": "zh", "path": str(tmp_path / "nope.jsonl")}
+    assert ReleaseConfig().compare_samples == ()  # none unless configured
+    rel = release.Releases(
+        repo,
+        Config.from_dict({"release": {"compare_samples": [sample]}}).release,
+        control=control,
+    )
+    rel.add(make_bundle(tmp_path, "b1"), "spam")
+    rel.add(make_bundle(tmp_path, "b2"), "spam")
+    with pytest.raises(ReleaseError, match="nope.jsonl"):
+        _passing(rel)

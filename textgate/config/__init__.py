@@ -31,7 +31,7 @@ from textgate.config.loader import ENV_PREFIX, build, env_tree, merge, plain
 from textgate.config.mail import FeedbackConfig, MailConfig, MilterReply, ReviewConfig
 from textgate.config.normalize import NormalizeConfig
 from textgate.config.policy import LabelRule, PolicyConfig, TaskPolicyConfig, TenantConfig
-from textgate.config.release import ReleaseConfig
+from textgate.config.release import CompareSample, ReleaseConfig
 from textgate.config.serving import (
     VARIANTS,
     ClientConfig,
@@ -47,6 +47,7 @@ __all__ = [
     "ENV_PREFIX",
     "VARIANTS",
     "ClientConfig",
+    "CompareSample",
     "Config",
     "DynamicBatchingConfig",
     "EventsConfig",

@@ -10,6 +10,21 @@ from textgate.config.checks import require
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompareSample:
+    """Texts (JSONL ``{"text"}``) that a task's compare gate also runs on, each by itself:
+    a candidate must agree with the serving version on every sample (sentiment: English and
+    Chinese), so a drift on one language is not averaged away by the other."""
+
+    task: str
+    name: str  # how the report names it: en, zh, ...
+    path: Path
+
+    def __post_init__(self) -> None:
+        require(bool(self.task), "task", "must not be empty")
+        require(bool(self.name), "name", "must not be empty")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReleaseConfig:
     """Model versions: gate, canary, automatic rollback (docs/lifecycle.md)."""
 
@@ -25,6 +40,7 @@ class ReleaseConfig:
     compare_texts_per_s: float = 20.0
     canary_key: Literal["tenant", "sender", "request_id"] = "request_id"
     shadow_log_max: int = 10_000  # shadowed texts kept for compare (the log then rotates)
+    compare_samples: tuple[CompareSample, ...] = ()  # per task, each gated on its own
     watch_interval_s: float = 5.0  # how often a running canary is checked
     watch_min_requests: int = 50  # per version, before the canary is judged at all
     max_error_rate_delta: float = 0.01  # canary error rate - serving error rate
@@ -43,3 +59,9 @@ class ReleaseConfig:
         require(self.watch_min_requests >= 1, "watch_min_requests", "must be >= 1")
         require(self.max_p99_ratio >= 1, "max_p99_ratio", "must be >= 1")
         require(self.max_psi > 0, "max_psi", "must be > 0")
+        pairs = [(c.task, c.name) for c in self.compare_samples]
+        dup = sorted({p for p in pairs if pairs.count(p) > 1})
+        require(not dup, "compare_samples", f"sample {dup[0] if dup else ''} appears twice")
+
+    def samples_for(self, task: str) -> tuple[CompareSample, ...]:
+        return tuple(c for c in self.compare_samples if c.task == task)

@@ -18,6 +18,7 @@ state file; a switch is one atomic rename of that file (docs/lifecycle.md).
     install.py  a version's files: bundle copy, models, the installed-manifest check
     picker.py   StateView: which version answers a request (the gateway's version picker)
     gate.py     compare: agreement and F1 (textgate.metrics) -> passed, reasons
+    samples.py  compare: agreement on each configured sample (e.g. English, Chinese) alone
     watch.py    CanaryWatch: the automatic rollback of a canary
     shadow.py   the shadow log
     ops.py      OPERATIONS: the one table the CLI (offline, remote) and the admin API iterate

@@ -22,6 +22,7 @@ import numpy as np
 from textgate import metrics, names
 from textgate.config import ReleaseConfig
 from textgate.errors import ReleaseError
+from textgate.release import samples
 from textgate.release.shadow import ShadowLog
 from textgate.release.state import TaskState
 
@@ -153,7 +154,8 @@ class Comparison:
                 t.versions[cand].metrics.get("f1"),
             ),
         )
-        return report
+        # Each configured sample (sentiment: English and Chinese) must agree on its own.
+        return samples.apply(report, self.task, t.serving, cand, self._probs, self.settings)
 
     def feedback_accuracy(self, path: Path) -> dict[str, Any]:
         """Both versions' accuracy on the operators' corrections: reported, not gating

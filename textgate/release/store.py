@@ -336,7 +336,7 @@ class Releases:
             t = state.task(task)
             if t.candidate != cand:
                 raise ReleaseError(f"{task}: the candidate changed while comparing")
-            keys = ("passed", "reasons", "agreement", "n", "f1_serving", "f1_candidate")
+            keys = ("passed", "reasons", "agreement", "n", "f1_serving", "f1_candidate", "samples")
             t.versions[cand].gate = {k: report.get(k) for k in keys} | {"report": report["report"]}
             self._commit(state, "compare", task, version=cand, reason=str(report["reasons"]))
 
