@@ -348,3 +348,18 @@ def test_train_is_registered_in_the_cli() -> None:
     from textgate.commands import training
 
     assert args.handler is training._run_train
+
+
+def test_schedule_decays_by_the_clock_when_a_budget_binds() -> None:
+    from textgate.train.loop import Deadline, schedule
+
+    free = schedule(100, 0.1, Deadline(None))
+    assert [round(free(s), 2) for s in (0, 9, 10, 55, 100)] == [0.1, 1.0, 1.0, 0.5, 0.0]
+    half_spent = Deadline(1.0)
+    assert half_spent.end is not None
+    half_spent.end -= 30  # 30 of 60 seconds gone
+    tight = schedule(100, 0.1, half_spent)
+    assert tight(20) == pytest.approx(0.5, abs=0.01)  # the clock, not the steps, decides
+    assert tight(95) == pytest.approx(5 / 90)  # and the steps, when they are nearer the end
+    half_spent.end -= 60
+    assert tight(20) == 0.0 and half_spent.left() == 0.0

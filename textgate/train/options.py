@@ -21,13 +21,21 @@ class TaskDefaults:
     class_weights: str = "balanced"
     max_minutes: float | None = None
     per_group: int | None = None  # training rows kept per source group (None: all)
+    # decay the rate by the budget's clock as well as by the steps (off: the measured
+    # spam and sentiment-zh schedules stay as they were)
+    anneal_by_clock: bool = False
 
 
 # Measured on the packaged MiniLM, 2 heavily shared vCPUs:
 # - spam, lr 5e-5 + balanced weights: test F1(spam) 0.938, 6 of 8 errors false alarms;
 #   milder sqrt weights and lr 1e-4 are the defaults tried next.
 # - sentiment (VADER, margin 0.5), lr 1e-4, one epoch in a 14-minute budget: accuracy
-#   0.849; an epoch of 15.5k rows takes 8-15 minutes here, hence the budget.
+#   0.849; two epochs, stopped by the budget before the rate decayed: 0.871. An epoch of
+#   15.5k rows takes 8-15 minutes on a quiet box, hence 3 epochs in 40 minutes with the
+#   rate decaying by the clock. Measured with 6 jobs sharing the 2 cores (load 10-14): the
+#   budget allowed 280 of 1458 steps (0.58 epoch, 16 CPU-minutes) and gave test accuracy
+#   0.860 / macro-F1 0.860 (validation macro-F1 0.854); the full schedule is still to be
+#   measured on a quiet box against the 0.89 target.
 # A budget stops between batches and keeps the best epoch; --max-minutes overrides it.
 TASK_DEFAULTS: dict[str, TaskDefaults] = {
     # The e-mail model: 13 source groups capped at 400 training rows each (~5,000 rows), so
@@ -38,7 +46,10 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
     "spam-sms": TaskDefaults(
         epochs=4, lr=1e-4, max_length=128, class_weights="sqrt", max_minutes=14
     ),
-    "sentiment": TaskDefaults(epochs=2, lr=1e-4, max_length=64, max_minutes=14),
+    # The rate decays by the clock too (loop.schedule): 3 epochs rarely fit 40 minutes here.
+    "sentiment": TaskDefaults(
+        epochs=3, lr=1e-4, max_length=96, max_minutes=40, anneal_by_clock=True
+    ),
     # The character BERT of textgate.zhbase, trained from scratch (docs/sentiment-zh.md).
     "sentiment-zh": TaskDefaults(epochs=4, lr=5e-4, max_length=128, max_minutes=20),
 }
@@ -62,6 +73,7 @@ class TrainOptions:
     class_weights: str | None = None  # "balanced", "sqrt" (milder) or "none"
     max_minutes: float | None = None  # time budget for the training loop
     threads: int | None = None  # default: every core this process may use
+    anneal_by_clock: bool | None = None  # None: the task's default
     force: bool = False  # replace a non-empty output directory
     progress: bool = True
 
@@ -101,6 +113,9 @@ class TrainOptions:
             class_weights=self.class_weights or d.class_weights,
             max_minutes=self.max_minutes or d.max_minutes,
             per_group=self.per_group or d.per_group,
+            anneal_by_clock=(
+                d.anneal_by_clock if self.anneal_by_clock is None else self.anneal_by_clock
+            ),
             threads=self.threads or _cores(),
         )
 
