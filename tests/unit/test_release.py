@@ -577,7 +577,8 @@ def test_compare_gates_each_language_sample_on_its_own(
         {"task": "sentiment", "name": "en", "path": str(en)},
         {"task": "sentiment", "name": "zh", "path": str(zh)},
     ]
-    cfg = Config.from_dict({"release": {"compare_samples": samples, "min_compare_texts": 50}})
+    unpaced = {"compare_samples": samples, "min_compare_texts": 50, "compare_texts_per_s": 0}
+    cfg = Config.from_dict({"release": unpaced})
     rel = release.Releases(repo, cfg.release, control=control)
     rel.add(make_bundle(tmp_path, "b1", task="sentiment"), "sentiment")
     rel.add(make_bundle(tmp_path, "b2", task="sentiment"), "sentiment")
@@ -611,7 +612,9 @@ def test_a_missing_compare_sample_is_a_clear_error(
     assert ReleaseConfig().compare_samples == ()  # none unless configured
     rel = release.Releases(
         repo,
-        Config.from_dict({"release": {"compare_samples": [sample]}}).release,
+        Config.from_dict(
+            {"release": {"compare_samples": [sample], "compare_texts_per_s": 0}}
+        ).release,
         control=control,
     )
     rel.add(make_bundle(tmp_path, "b1"), "spam")
