@@ -228,7 +228,7 @@ def bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -
 
 # --- a Chinese-capable tiny model (issue 15: serving the Chinese sentiment model) ----------
 
-ZH_CHARS = "这家餐厅的菜非常好吃服务也很周到太差了难失望不推荐喜欢满意，。！"
+ZH_CHARS = "这家餐厅的菜非常好吃服务也很周到太差了难失望不推荐喜欢满意，。！,.!"  # folded too
 ZH_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
