@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import pickle
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -58,6 +59,10 @@ class _Worker:
         )
         self.process.start()
         child.close()
+        # A tainted worker is killed by a spare thread while close() may kill it too: two
+        # closes of one pipe would close whatever file later reused its descriptor.
+        self._lock = threading.Lock()
+        self._killed = False
 
     def ask(
         self, raw: bytes, settings: NormalizeSettings, timeout: float
@@ -70,6 +75,10 @@ class _Worker:
         return reply
 
     def kill(self) -> None:
+        with self._lock:
+            if self._killed:
+                return
+            self._killed = True
         self.process.kill()
         self.process.join(_JOIN_S)
         self.conn.close()
@@ -111,7 +120,7 @@ class ParsePool:
         return worker
 
     async def close(self) -> None:
-        for worker in self._all:
+        for worker in list(self._all):
             worker.kill()
         self._all.clear()
         self._threads.shutdown(wait=False, cancel_futures=True)

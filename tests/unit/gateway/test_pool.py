@@ -4,6 +4,8 @@ answers (best effort), and keeps serving afterwards."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 from slow_parse import MARKER, normalize_or_hang
 
 from textgate.errors import EmptyText, PayloadTooLarge
-from textgate.gateway.pool import ParsePool
+from textgate.gateway.pool import ParsePool, _Worker
 from textgate.normalize import NormalizeSettings, normalize_email
 
 SETTINGS = NormalizeSettings()
@@ -68,3 +70,31 @@ def test_a_busy_pool_answers_within_the_budget() -> None:
         assert queued.notes.defects[0] in ("parse_queue_timeout", "time_budget")
 
     with_pool(body)
+
+
+def test_a_worker_killed_by_two_threads_closes_its_pipe_once() -> None:
+    # A tainted worker's replacement (spare thread) and pool.close() (event loop) can kill
+    # the same worker at once; a second close of the pipe's descriptor is EBADF at best, and
+    # at worst closes the file that reused the number.
+    class Slow:
+        def kill(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:
+            time.sleep(0.2)  # the first kill is still here when the second one starts
+
+    class Counting:
+        closes = 0
+
+        def close(self) -> None:
+            Counting.closes += 1
+
+    worker = _Worker.__new__(_Worker)
+    worker.process, worker.conn = Slow(), Counting()  # type: ignore[assignment]
+    worker._lock, worker._killed = threading.Lock(), False
+    threads = [threading.Thread(target=worker.kill) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert Counting.closes == 1
