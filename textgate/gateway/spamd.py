@@ -32,6 +32,7 @@ from textgate.gateway.listener import Listener
 VERSION = "SPAMD/1.5"
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER = 0, 64, 65, 67
 EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL, EX_PROTOCOL = 69, 70, 75, 76
+LINGER_S = 1.0  # how long a busy answer waits for the client's request to end
 EX_NOPERM, EX_TIMEOUT, EX_TOOBIG = 77, 79, 866  # 866: libspamc's EX_TOOBIG
 NAMES = {
     EX_OK: "EX_OK",
@@ -127,6 +128,7 @@ class Server(Listener):
         if self.active >= self.max_connections:
             self.count("busy", NAMES[EX_TEMPFAIL])
             await _send(writer, answer(EX_TEMPFAIL, "server busy, try again later"))
+            await _linger(reader, writer)
             return
         self.active += 1
         try:
@@ -275,6 +277,17 @@ def render(method: str, mark: headers.Mark, raw: bytes) -> bytes:
     if method == "HEADERS":
         out = headers.header_section(out)
     return with_body(EX_OK, spam, out)
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Half-close and drain a request we answered without reading: closing a socket with
+    unread input sends a reset, which can destroy the answer before the client reads it."""
+    with contextlib.suppress(ConnectionError, TimeoutError, OSError):
+        if writer.can_write_eof():
+            writer.write_eof()
+        async with asyncio.timeout(LINGER_S):
+            while await reader.read(65536):
+                pass
 
 
 async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
