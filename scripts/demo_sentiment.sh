@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 PORT="${PORT:-8080}"
 ARTIFACTS="${ARTIFACTS:-artifacts}"
+# shellcheck source=scripts/wait_ready.sh
+. scripts/wait_ready.sh
 
 for task in spam sentiment sentiment-zh; do
     "$BIN/textgate" build "$task" -o "$ARTIFACTS/$task"
@@ -19,14 +21,7 @@ server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
 
 echo "waiting for the gateway on :$PORT to be ready (Triton loads three models) ..."
-for _ in $(seq 1 600); do
-    if ! kill -0 $server 2>/dev/null; then echo "the server exited" >&2; exit 1; fi
-    if "$BIN/python" - "$PORT" <<'PY' 2>/dev/null; then break; fi
-import sys, urllib.request
-urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=2)
-PY
-    sleep 1
-done
+wait_ready "$server" "$PORT" 600
 
 "$BIN/python" - "$PORT" <<'PY'
 import json, sys, urllib.request
