@@ -8,6 +8,8 @@ group, so each fold has both classes and an F1; elsewhere every group is its own
 one-label groups report recall (spam) or the false-positive rate (ham).
 
     table (texts, labels, groups) ─ folds ─┬─ transformer (fine-tune, short budget per fold)
+                                           ├─ n-grams: the hashed TF-IDF + LR the bundle serves
+                                           ├─ transformer + n-grams (the served spam model)
                                            ├─ TF-IDF word 1-2 + char 3-5 grams + logistic regr.
                                            └─ multinomial naive Bayes (SpamAssassin's Bayes)
                                  ─ per fold: F1, precision, recall, ROC-AUC, FPR; per group
@@ -37,7 +39,8 @@ CORPUS_FOLDS: tuple[tuple[str, ...], ...] = (
     ("trec07p/ham-list", "phishing-pot/2025-2026"),
     ("trec07p/ham-other", "trec07p/spam-other"),
 )
-MODELS = ("transformer", "tfidf-lr", "naive-bayes")
+MODELS = ("transformer", "ngrams", "transformer+ngrams", "tfidf-lr", "naive-bayes")
+JOINED = "transformer+ngrams"  # scored on the transformer's rows from both halves' scores
 THRESHOLDS = {"0.5": 0.5, "review": 0.85, "quarantine": 0.95}
 
 
@@ -145,6 +148,27 @@ def naive_bayes(train_texts: Sequence[str], y: np.ndarray, test_texts: Sequence[
     return np.asarray(clf.predict_proba(vec.transform(test_texts))[:, 1])
 
 
+def ngram_lr(train_texts: Sequence[str], y: np.ndarray, test_texts: Sequence[str]) -> np.ndarray:
+    """The lexical half of the served e-mail model (``textgate.ngrams``), fitted on the fold."""
+    from textgate.train import ngram
+
+    model, _ = ngram.fit(train_texts, y, negative=0)
+    return np.asarray(1.0 / (1.0 + np.exp(-model.scores(list(test_texts)))))
+
+
+def joined(transformer_score: np.ndarray, ngram_score: np.ndarray) -> np.ndarray:
+    """P(not ham) of the served model: the two halves' log-odds mixed as ``ngrams.adjust``."""
+    from textgate import ngrams
+    from textgate.train import ngram
+
+    eps = 1e-7
+    t = np.clip(transformer_score, eps, 1 - eps)
+    logits = np.stack([np.log(1 - t), np.log(t)], axis=1)  # [ham, not ham]
+    g = np.clip(ngram_score, eps, 1 - eps)
+    out = ngrams.adjust(logits, np.log(g / (1 - g)), 0, ngram.WEIGHT)
+    return np.asarray(1.0 / (1.0 + np.exp(out[:, 0] - out[:, 1])))
+
+
 def balanced(table: data.Table, idx: np.ndarray, per_group: int) -> np.ndarray:
     """At most ``per_group`` of the rows ``idx`` from each group (``train.balance_groups``)."""
     from textgate.train import balance_groups
@@ -202,16 +226,16 @@ def by_source(
             say(f"fold {' + '.join(held)}: training rows hold one class only; skipped")
             continue
         fold: dict[str, Any] = {"held_out": list(held), "models": {}}
-        for name in models:
+        scores: dict[str, np.ndarray] = {}  # name -> score over test_all (NaN: not scored)
+        few = balanced(table, test_all, opts.test_per_group)
+        for name in _order(models):
             t0 = time.monotonic()
-            test_idx = balanced(table, test_all, opts.test_per_group)
-            if name != "transformer":
-                test_idx = test_all
-                fn = tfidf_lr if name == "tfidf-lr" else naive_bayes
-                texts = [table.texts[i] for i in train_idx]
-                score = fn(texts, y[train_idx], [table.texts[i] for i in test_idx])
-            else:
-                score = transformer(table, train_idx, test_idx, opts)
+            test_idx, score = _score(name, table, y, train_idx, test_all, few, scores, opts)
+            full = np.full(len(table.texts), np.nan)
+            full[test_idx] = score
+            scores[name] = full
+            if name not in models:
+                continue
             report = binary_report(y[test_idx], score)
             report["groups"] = by_group(table, test_idx, score)
             report["seconds"] = round(time.monotonic() - t0, 1)
@@ -220,6 +244,34 @@ def by_source(
         results.append(fold)
     used = {k: str(v) if isinstance(v, Path) else v for k, v in vars(opts).items()}
     return {"folds": results, "summary": summarize(results, models), "options": used}
+
+
+def _order(models: Sequence[str]) -> list[str]:
+    """The models to run, the joined one's halves first (run even when not reported)."""
+    if JOINED not in models:
+        return list(models)
+    need = [m for m in ("transformer", "ngrams") if m not in models]
+    return need + [m for m in models if m != JOINED] + [JOINED]
+
+
+def _score(
+    name: str,
+    table: data.Table,
+    y: np.ndarray,
+    train_idx: np.ndarray,
+    test_all: np.ndarray,
+    few: np.ndarray,
+    scores: dict[str, np.ndarray],
+    opts: FoldOptions,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows scored, their P(not ham)): the transformer and the joined model on ``few``."""
+    if name == "transformer":
+        return few, transformer(table, train_idx, few, opts)
+    if name == JOINED:
+        return few, joined(scores["transformer"][few], scores["ngrams"][few])
+    fn = {"ngrams": ngram_lr, "tfidf-lr": tfidf_lr, "naive-bayes": naive_bayes}[name]
+    texts = [table.texts[i] for i in train_idx]
+    return test_all, fn(texts, y[train_idx], [table.texts[i] for i in test_all])
 
 
 def summarize(results: Sequence[dict[str, Any]], models: Sequence[str]) -> dict[str, Any]:

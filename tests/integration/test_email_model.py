@@ -8,16 +8,17 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from fixtures_models import bert_checkpoint as tiny_checkpoint
 from triton_settings import repo_settings, server_config
 
-from textgate import bundle, cli, mail
+from textgate import bundle, cli, evaluate, mail, ngrams
 from textgate.config import Config
 from textgate.errors import ConfigError
-from textgate.export import calibration, inference
+from textgate.export import calibration, inference, quality
 from textgate.repository import build
 from textgate.triton import TritonServer
 
@@ -80,7 +81,10 @@ def test_evaluate_by_source_on_a_tiny_model(tmp_path: Path, mail_slice: Path) ->
     held = [tuple(f["held_out"]) for f in report["folds"]]
     assert held == [(g,) for g in sorted(["ham/enron", "ham/lists", "spam/phish", "spam/trec"])]
     for fold in report["folds"]:
-        assert set(fold["models"]) == {"transformer", "tfidf-lr", "naive-bayes"}
+        assert set(fold["models"]) == set(evaluate.MODELS)
+        # the served model's row joins the two halves on the transformer's rows
+        joined = fold["models"]["transformer+ngrams"]
+        assert joined["n"] == fold["models"]["transformer"]["n"]
         (group,) = fold["held_out"]
         key = "fpr" if group.startswith("ham") else "recall"
         for model in fold["models"].values():
@@ -107,9 +111,19 @@ def _calibrated_bundle(root: Path, mail_slice: Path) -> Path:
     from textgate.normalize import NormalizeSettings, fingerprint
 
     meta["normalization"] = fingerprint(NormalizeSettings())
+    meta["ngrams"] = _fit_ngrams(table, ckpt)
     (ckpt / "textgate.json").write_text(json.dumps(meta))
     export_bundle(ckpt, root / "spam", variants=())
     return root / "spam"
+
+
+def _fit_ngrams(table: Any, ckpt: Path) -> dict[str, Any]:
+    """The lexical half as `textgate train` fits it for the spam task."""
+    from textgate.train import ngram
+
+    model, info = ngram.fit(table.texts, np.array(table.labels) != "ham", negative=0)
+    model.save(ckpt / "ngrams.npz")
+    return {**model.describe(), **info, "file": "ngrams.npz"}
 
 
 def _skewed_copy(src: Path, out: Path) -> Path:
@@ -155,9 +169,16 @@ def test_triton_applies_the_bundle_temperature(calibrated: tuple) -> None:
     inp = httpclient.InferInput("text", list(data.shape), "BYTES")
     inp.set_data_from_numpy(data)
     served = client.infer("spam", [inp]).as_numpy("probabilities")
-    expected = calibration.apply(raw, float(calib["temperature"]))
+    # Triton joins the bundle's n-gram half (scored by the very module training used), then
+    # applies the temperature fitted on the joined validation probabilities.
+    lexical = ngrams.NgramModel.load(spam / "ngrams.npz")
+    joined = quality.joined(raw, lexical, tuple(texts))
+    expected = calibration.apply(joined, float(calib["temperature"]))
     np.testing.assert_allclose(served, expected, atol=1e-5)
     assert not np.allclose(served, raw, atol=1e-4)  # the temperature really changed them
+    assert not np.allclose(joined, raw, atol=1e-3)  # and so did the n-gram half
+    post = Path(server.repository) / "spam_postprocess" / "1"
+    assert (post / "ngrams.py").read_bytes() == Path(ngrams.__file__).read_bytes()
 
 
 @pytest.mark.slow

@@ -363,3 +363,18 @@ def test_schedule_decays_by_the_clock_when_a_budget_binds() -> None:
     assert tight(95) == pytest.approx(5 / 90)  # and the steps, when they are nearer the end
     half_spent.end -= 60
     assert tight(20) == 0.0 and half_spent.left() == 0.0
+
+
+def test_the_ngram_half_learns_a_lexical_signal() -> None:
+    import numpy as np
+
+    from textgate.train import ngram
+
+    spam = ["claim your free prize now", "win cash now, reply to claim", "free entry win"]
+    ham = ["see you at lunch tomorrow", "the meeting moved to noon", "thanks for the notes"]
+    texts = (spam + ham) * 5
+    y = np.tile(np.array([True, True, True, False, False, False]), 5)
+    model, info = ngram.fit(texts, y, negative=0)
+    assert info["rows"] == 30
+    z = model.scores(["free prize, claim now", "lunch meeting notes tomorrow"])
+    assert z[0] > 0 > z[1]

@@ -79,7 +79,11 @@ def _add_evaluate(sub: Subparsers) -> None:
     )
     data_options(p)
     p.add_argument("--by-source", action="store_true", required=True, help="hold out sources")
-    p.add_argument("--models", default="transformer,tfidf-lr,naive-bayes", help="comma-separated")
+    p.add_argument(
+        "--models",
+        default="transformer,ngrams,transformer+ngrams,tfidf-lr,naive-bayes",
+        help="comma-separated (transformer+ngrams is the served spam model)",
+    )
     p.add_argument("--per-group", type=int, default=300, help="transformer training rows a group")
     p.add_argument("--test-per-group", type=int, default=400, help="transformer test rows a group")
     p.add_argument("--minutes", type=float, default=3.0, help="transformer budget per fold")
@@ -145,6 +149,12 @@ def _add_train(sub: Subparsers) -> None:
         choices=["balanced", "sqrt", "none"],
         help="loss weights against class imbalance (default: per task)",
     )
+    p.add_argument(
+        "--ngrams",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fit the lexical n-gram half served beside the transformer (default: per task)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
@@ -169,6 +179,7 @@ def _run_train(args: argparse.Namespace) -> int:
         patience=args.patience,
         max_minutes=args.max_minutes,
         class_weights=args.class_weights,
+        ngrams=args.ngrams,
         force=args.force,
         progress=not args.no_progress,
     )

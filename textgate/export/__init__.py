@@ -64,14 +64,19 @@ def export_bundle(
     report = _parity(ckpt, out, step, parity_n)
     tok.update(ids_match=report["tokenizer"]["ids_match"], n=report["tokenizer"]["n"])
     table, test_metrics, test_probs = _variants(ckpt, out, step, gate, variants)
+    lexical = _ngrams(ckpt, out)
+    if lexical is not None and ckpt.has_test_split:
+        with step("n-gram half joined on the test split"):
+            test_probs = quality.joined(test_probs, lexical, ckpt.test_texts)
+            test_metrics = _joined_metrics(ckpt, test_probs, test_metrics)
     with step("calibration (temperature on the validation split)"):
-        calib = quality.calibrate(ckpt, out, test_probs)
+        calib = quality.calibrate(ckpt, out, test_probs, lexical)
     _copy_checkpoint_reports(ckpt, out)
     manifest = _manifest(ckpt, report, tok, table, test_metrics, opset)
     manifest["calibration"] = calib
     if calib.get("temperature") and ckpt.has_test_split:
         manifest["metrics"]["operating"] = quality.operating(ckpt, out, test_probs, calib)
-    for key in ("normalization", "data_sources"):
+    for key in ("normalization", "data_sources", "ngrams"):
         if key in ckpt.textgate:
             manifest[key] = ckpt.textgate[key]
     return bundle.write_manifest(out, manifest)
@@ -249,6 +254,36 @@ def _variants(
         step.console.print(f"  {name}: [{mark}]{table[name]['status']}[/]", highlight=False)
     _write_json(out / "reports" / "variants.json", table)
     return table, _test_metrics(fp32), ref
+
+
+def _ngrams(ckpt: Checkpoint, out: Path) -> Any:
+    """Copy the checkpoint's n-gram half into the bundle and load it from there (None: none)."""
+    source = ckpt.ngrams_file
+    if source is None:
+        return None
+    from textgate import ngrams
+
+    if not source.is_file():
+        raise ExportError(
+            f"{source}: missing — textgate.json names an n-gram model",
+            hint="re-train the checkpoint (textgate train), or train with --no-ngrams",
+        )
+    shutil.copyfile(source, out / source.name)
+    try:
+        return ngrams.NgramModel.load(out / source.name)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ExportError(f"{source}: not a readable n-gram model: {exc}") from None
+
+
+def _joined_metrics(ckpt: Checkpoint, probs: Any, neural: dict[str, Any]) -> dict[str, Any]:
+    scores = variants.f1_score(ckpt.labels, ckpt.test_labels, probs)
+    transformer = {k: v for k, v in neural.items() if k != "model"}
+    return {
+        **scores,
+        "n": len(ckpt.test_labels),
+        "model": "fp32 ONNX + n-grams",
+        "transformer_only": transformer,
+    }
 
 
 def _test_metrics(fp32: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,12 @@ class Checkpoint:
         return self.path / "tokenizer.json"
 
     @property
+    def ngrams_file(self) -> Path | None:
+        """The lexical half ``textgate train`` fitted beside the weights, if any."""
+        name = (self.textgate.get("ngrams") or {}).get("file")
+        return self.path / str(name) if name else None
+
+    @property
     def has_test_split(self) -> bool:
         return bool(self.test_texts)
 

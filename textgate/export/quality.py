@@ -40,11 +40,21 @@ def _positives(ids: np.ndarray, labels: tuple[str, ...]) -> np.ndarray:
     return np.asarray(ids != negative)
 
 
-def calibrate(ckpt: Checkpoint, out: Path, test_probs: np.ndarray) -> dict[str, Any]:
+def joined(probs: np.ndarray, lexical: Any, texts: tuple[str, ...]) -> np.ndarray:
+    """The probabilities Triton serves: the n-gram half moves the logits before softmax."""
+    logits = np.log(np.clip(probs, 1e-12, 1.0))
+    return inference.softmax(lexical.adjust(logits, list(texts)))
+
+
+def calibrate(
+    ckpt: Checkpoint, out: Path, test_probs: np.ndarray, lexical: Any = None
+) -> dict[str, Any]:
     """Fit T on validation; ECE before/after on test; reliability.png in the bundle."""
     if len(ckpt.extra_labels) < 20 or not ckpt.has_test_split:
         return {"method": "none", "temperature": 1.0, "reason": "no labelled validation split"}
     val_probs = _fp32_probs(out, ckpt.extra_texts)
+    if lexical is not None:
+        val_probs = joined(val_probs, lexical, ckpt.extra_texts)
     t = calibration.fit_temperature(val_probs, np.asarray(ckpt.extra_labels))
     y = np.asarray(ckpt.test_labels)
     after = calibration.apply(test_probs, t)

@@ -5,6 +5,7 @@
     REPO/<task>_model/<v>/model.py, model.<variant>.onnx    embedded (Python backend + ORT)
     REPO/<task>_model/<v>/model.onnx                        triton-container (onnxruntime_onnx)
     REPO/<task>_postprocess/<v>/model.py, labels.json       Python backend
+                                  [+ ngrams.npz, ngrams.py]  the lexical half, if any
 
 Every version directory holds a copy of the bundle's manifest.json, against which the
 Python models verify the files they load.
@@ -19,12 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from textgate import ngrams
 from textgate.bundle import MANIFEST
 from textgate.config import RepositoryConfig
 from textgate.errors import RepositoryError
 from textgate.repository import render
 from textgate.repository.spec import RepositorySpec, TaskSpec, describe
 from textgate.repository.templates import SUPPORT, TEMPLATES
+
+NGRAMS_CODE = "ngrams.py"  # textgate/ngrams.py, imported by the postprocess step
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,10 @@ def _files(task: TaskSpec, spec: RepositorySpec) -> dict[str, dict[str, Path | s
         files[task.precise_model] = precise
         files[task.precise_ensemble] = {}
     labels = {task.labels_file: b / task.labels_file} if task.labels_file else {}
-    files[task.postprocess] = {**_python("postprocess"), **labels, **manifest}
+    lexical: dict[str, Path | str] = {}
+    if task.ngrams_file:  # the weights and the one featurizer training used, side by side
+        lexical = {task.ngrams_file: b / task.ngrams_file, NGRAMS_CODE: Path(ngrams.__file__)}
+    files[task.postprocess] = {**_python("postprocess"), **labels, **lexical, **manifest}
     files[task.ensemble] = {}
     return files
 

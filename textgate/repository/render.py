@@ -121,6 +121,8 @@ def onnx_platform_config(task: TaskSpec, s: RepositoryConfig) -> Any:
 def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
     c = _base(task.postprocess, s, backend="python")
     _tensor(c.input, "logits", "TYPE_FP32", [task.num_labels])
+    if task.ngrams_file:  # the lexical half scores the same text the tokenizer reads
+        _tensor(c.input, "text", "TYPE_STRING", [1])
     _tensor(c.output, "label", "TYPE_STRING", [1])
     _tensor(c.output, "probabilities", "TYPE_FP32", [task.num_labels])
     _helper_scheduling(c, s)
@@ -132,6 +134,8 @@ def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
         params["normalization"] = task.normalization
     if task.labels_file:
         params["labels_file"] = task.labels_file
+    if task.ngrams_file:
+        params["ngrams_file"] = task.ngrams_file
     _params(c, params)
     return c
 
@@ -151,7 +155,8 @@ def ensemble_config(task: TaskSpec, spec: RepositorySpec) -> Any:
         _step(steps, task.tokenize, {"text": "text"}, ids)
         _step(steps, task.model, ids, {"logits": "logits"})
     outs = {"label": "label", "probabilities": "probabilities"}
-    _step(steps, task.postprocess, {"logits": "logits"}, outs)
+    post_in = {"logits": "logits", **({"text": "text"} if task.ngrams_file else {})}
+    _step(steps, task.postprocess, post_in, outs)
     return c
 
 

@@ -52,6 +52,19 @@ class TaskSpec:
         return value
 
     @property
+    def ngrams_file(self) -> str | None:
+        """The bundle's lexical half (``textgate.ngrams``) that postprocess joins, if any."""
+        name = (self.manifest.get("ngrams") or {}).get("file")
+        if not name:
+            return None
+        if name not in self.manifest.get("files", {}):
+            raise RepositoryError(
+                f"{self.bundle_dir}: the manifest names {name} but does not list it",
+                hint="re-export the bundle; its manifest is damaged",
+            )
+        return str(name)
+
+    @property
     def normalization(self) -> str:
         """The normalizer fingerprint the bundle was trained under, as JSON ('' if none)."""
         value = self.manifest.get("normalization")

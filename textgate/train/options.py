@@ -24,6 +24,8 @@ class TaskDefaults:
     # decay the rate by the budget's clock as well as by the steps (off: the measured
     # spam and sentiment-zh schedules stay as they were)
     anneal_by_clock: bool = False
+    # fit the lexical half (textgate.ngrams) beside the transformer and serve both
+    ngrams: bool = False
 
 
 # Measured on the packaged MiniLM, 2 heavily shared vCPUs:
@@ -43,7 +45,13 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
     # The e-mail model: 13 source groups capped at 400 training rows each (~5,000 rows), so
     # no one mailbox's style defines "ham" and one epoch fits the demo's budget.
     "spam": TaskDefaults(
-        epochs=1, lr=1e-4, max_length=128, class_weights="sqrt", max_minutes=6, per_group=400
+        epochs=1,
+        lr=1e-4,
+        max_length=128,
+        class_weights="sqrt",
+        max_minutes=6,
+        per_group=400,
+        ngrams=True,
     ),
     "spam-sms": TaskDefaults(
         epochs=4, lr=1e-4, max_length=128, class_weights="sqrt", max_minutes=14
@@ -76,6 +84,7 @@ class TrainOptions:
     max_minutes: float | None = None  # time budget for the training loop
     threads: int | None = None  # default: every core this process may use
     anneal_by_clock: bool | None = None  # None: the task's default
+    ngrams: bool | None = None  # None: the task's default
     force: bool = False  # replace a non-empty output directory
     progress: bool = True
 
@@ -118,6 +127,7 @@ class TrainOptions:
             anneal_by_clock=(
                 d.anneal_by_clock if self.anneal_by_clock is None else self.anneal_by_clock
             ),
+            ngrams=d.ngrams if self.ngrams is None else self.ngrams,
             threads=self.threads or _cores(),
         )
 

@@ -69,6 +69,8 @@ def test_templates_import_only_the_allowed_modules(
 
     allowed = {"numpy", "tokenizers", "onnxruntime", "triton_python_backend_utils"}
     allowed |= {"textgate_support", "hashlib", "json", "os", "sys", "__future__", "typing"}
+    # the n-gram module copied beside postprocess (its own imports are checked below)
+    allowed |= {"ngrams", "itertools", "math", "re", "zlib", "collections", "pathlib"}
     result = build([fake_bundle()], tmp_path / "repo", _s())
     for path in result.repository.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -114,3 +116,59 @@ def test_suffix_names_every_model_of_a_version(
     precise = parse((result.repository / "spam_v2_fp32" / "config.pbtxt").read_text("utf-8"))
     assert "spam_v2_model_fp32" in [s.model_name for s in precise.ensemble_scheduling.step]
     assert result.spec.tasks[0].task == "spam"
+
+
+def _with_ngrams(b: Path) -> Path:
+    """A fake bundle with a real (tiny) n-gram half, as export leaves it."""
+    import numpy as np
+
+    from textgate import bundle, ngrams
+
+    size = 2 * ngrams.BUCKETS
+    ngrams.NgramModel(np.ones(size), np.zeros(size), 0.0, 0, 0.5).save(b / "ngrams.npz")
+    manifest = bundle.read_manifest(b)
+    manifest["ngrams"] = {"file": "ngrams.npz", "weight": 0.5}
+    bundle.write_manifest(b, manifest)
+    return b
+
+
+@pytest.mark.parametrize("strategy", ["bucket", "fused"])
+def test_a_bundle_with_ngrams_gets_them_in_postprocess_with_the_text(
+    fake_bundle: Callable[..., Path], tmp_path: Path, strategy: str
+) -> None:
+    from textgate import ngrams
+
+    b = _with_ngrams(fake_bundle())
+    result = build([b], tmp_path / "repo", _s(shape_strategy=strategy))
+    post = result.repository / "spam_postprocess" / "1"
+    assert (post / "ngrams.npz").read_bytes() == (b / "ngrams.npz").read_bytes()
+    # the very featurizer training used, not a second implementation
+    assert (post / "ngrams.py").read_bytes() == Path(ngrams.__file__).read_bytes()
+    config = parse((result.repository / "spam_postprocess/config.pbtxt").read_text())
+    assert [t.name for t in config.input] == ["logits", "text"]
+    assert config.parameters["ngrams_file"].string_value == "ngrams.npz"
+    ensemble = parse((result.repository / "spam/config.pbtxt").read_text())
+    last = ensemble.ensemble_scheduling.step[-1]
+    assert last.model_name == "spam_postprocess" and dict(last.input_map)["text"] == "text"
+
+
+def test_ngrams_module_imports_only_the_allowed_modules() -> None:
+    import ast
+
+    from textgate import ngrams
+
+    allowed = {"numpy", "itertools", "math", "re", "zlib", "collections", "pathlib"}
+    allowed |= {"__future__", "typing"}
+    for node in ast.walk(ast.parse(Path(ngrams.__file__).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for name in names:
+                assert str(name).split(".")[0] in allowed, f"ngrams.py imports {name}"
+
+
+def test_a_manifest_naming_ngrams_it_does_not_list_is_refused(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    b = fake_bundle(ngrams={"file": "ngrams.npz"})
+    with pytest.raises(RepositoryError, match="does not list it"):
+        build([b], tmp_path / "repo", _s())

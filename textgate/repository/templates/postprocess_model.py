@@ -1,7 +1,9 @@
 """<task>_postprocess: logits -> calibrated probabilities (softmax(logits / T)), label name.
 
 T is the bundle's calibration temperature (1.0 when it has none): every variant and the
-fp32 re-score share this step's formula, so their probabilities stay comparable.
+fp32 re-score share this step's formula, so their probabilities stay comparable. A bundle
+with a lexical half (``ngrams_file``) also gets the text: ``ngrams.py``, the very module
+training fitted it with, scores it and moves the logits before the softmax.
 """
 
 import json
@@ -29,11 +31,21 @@ class TritonPythonModel:
                     raise RuntimeError(f"textgate: {labels_file} disagrees with the config")
         self.labels = np.array([str(x).encode("utf-8") for x in labels], dtype=np.object_)
         self.temperature = float(settings.params.get("temperature") or 1.0)
+        self.lexical = None
+        ngrams_file = settings.params.get("ngrams_file")
+        if ngrams_file:
+            support.verify_files(settings.version_dir, {ngrams_file: ngrams_file})
+            import ngrams  # copied beside this file: the featurizer training used
+
+            self.lexical = ngrams.NgramModel.load(settings.path("ngrams_file"))
 
     def execute(self, requests: list) -> list:
         responses = []
         for request in requests:
             logits = pb_utils.get_input_tensor_by_name(request, "logits").as_numpy()
+            if self.lexical is not None and logits.shape[0]:
+                raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
+                logits = self.lexical.adjust(logits, [support.decode(v) for v in raw])
             probs = softmax(logits.astype(np.float64) / self.temperature).astype(np.float32)
             if probs.shape[0]:
                 names = self.labels[np.argmax(probs, axis=1)].reshape(-1, 1)
