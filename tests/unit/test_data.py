@@ -255,3 +255,19 @@ def test_vader_row_numbers_do_not_repeat_across_sets() -> None:
     rows = [r for rows in table.report.examples.values() for r in rows]
     assert len(rows) == len(set(rows))
     assert table.report.rows_read == 23703
+
+
+def test_generated_groups_only_ever_train() -> None:
+    texts = tuple(f"message number {i}" for i in range(300))
+    groups = tuple("synthetic-modern/ham" if i % 2 else "enron-raw/x" for i in range(300))
+    table = data.Table(
+        texts=texts,
+        labels=("ham",) * 300,
+        label_names=("ham", "spam"),
+        source="t",
+        groups=groups,
+    )
+    splits = data.split(table)
+    for part in (splits.validation, splits.test):
+        assert part.texts and not any(g.startswith("synthetic-") for g in part.groups)
+    assert sum(g.startswith("synthetic-") for g in splits.train.groups) == 150
