@@ -17,8 +17,10 @@ WIDTH = 16
 # Two encoder layers (attention output + FFN down-projection each), then pooler + classifier.
 MATMULS = (
     "/inner/bert/encoder/layer.0/attention/output/dense/MatMul",
+    "/inner/bert/encoder/layer.0/intermediate/dense/MatMul",
     "/inner/bert/encoder/layer.0/output/dense/MatMul",
     "/inner/bert/encoder/layer.1/attention/output/dense/MatMul",
+    "/inner/bert/encoder/layer.1/intermediate/dense/MatMul",
     "/inner/bert/encoder/layer.1/output/dense/MatMul",
 )
 GEMMS = ("/inner/bert/pooler/dense/Gemm", "/inner/classifier/Gemm")
@@ -54,15 +56,26 @@ def _ops(path: Path) -> dict[str, str]:
     [
         ((), set()),
         (("head",), {*GEMMS, *(f"{g}_MatMul" for g in GEMMS)}),
-        (("first-layer",), set(MATMULS[:2])),
-        (("last-layer",), set(MATMULS[2:])),
-        (("last-ffn",), {MATMULS[3]}),  # not the attention output of the same layer
-        (("ffn-out",), {MATMULS[1], MATMULS[3]}),
+        (("first-layer",), set(MATMULS[:3])),
+        (("last-layer",), set(MATMULS[3:])),
+        (("last-ffn",), {MATMULS[5]}),  # not the attention output of the same layer
+        (("ffn-out",), {MATMULS[2], MATMULS[5]}),
+        (("ffn-in", "ffn-out"), {*MATMULS[1:3], *MATMULS[4:]}),
     ],
 )
 def test_excluded_nodes_by_group(tmp_path: Path, groups: tuple[str, ...], want: set[str]) -> None:
     graph = onnx.load(str(_graph_file(tmp_path))).graph
     assert set(quantize.excluded_nodes(graph, groups)) == want
+
+
+def test_distilbert_ffn_names_are_found() -> None:
+    names = ("/inner/distilbert/transformer/layer.0/ffn/lin1/MatMul",
+             "/inner/distilbert/transformer/layer.0/ffn/lin2/MatMul",
+             "/inner/distilbert/transformer/layer.0/attention/out_lin/MatMul")  # fmt: skip
+    nodes = [helper.make_node("MatMul", ["a", "w"], [n], name=n) for n in names]
+    graph = helper.make_graph(nodes, "distil", [], [])
+    assert quantize.excluded_nodes(graph, ("ffn-in",)) == [names[0]]
+    assert quantize.excluded_nodes(graph, ("ffn-out",)) == [names[1]]
 
 
 def test_fused_attention_nodes_count_as_their_layer() -> None:
@@ -119,3 +132,18 @@ def test_calibration_feeds_spread_over_the_texts() -> None:
     assert sum(len(f["input_ids"]) for f in feeds) == 10
     assert set(feeds[0]) == {"input_ids", "attention_mask"}
     assert feeds[0]["input_ids"].dtype == np.int64
+
+
+def test_shipped_recipe_needs_no_calibration_and_keeps_per_channel_scales() -> None:
+    # export_bundle passes no calibration feeds to build_int8.
+    assert not quantize.INT8.static
+    assert quantize.INT8.per_channel and quantize.INT8.reduce_range
+
+
+def test_build_int8_ships_the_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate.export import variants
+
+    seen: list[Int8Recipe] = []
+    monkeypatch.setattr(quantize, "quantize", lambda src, dst, recipe: seen.append(recipe))
+    variants.build_int8(tmp_path / "a.onnx", tmp_path / "b.onnx")
+    assert seen == [quantize.INT8]
