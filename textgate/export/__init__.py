@@ -24,7 +24,7 @@ from textgate.errors import ConfigError, ExportError, ParityError, require
 from textgate.export import convert, coverage, inference, parity, quality, texts, variants
 from textgate.export.checkpoint import Checkpoint, load_checkpoint
 
-__all__ = ["export_bundle", "load_checkpoint"]
+__all__ = ["eval_set", "export_bundle", "load_checkpoint"]
 
 _VERSIONED = ("textgate", "torch", "transformers", "onnx", "onnxruntime", "tokenizers", "numpy")
 MIN_PARITY_N = 500
@@ -212,7 +212,8 @@ def _parity(ckpt: Checkpoint, out: Path, step: _Steps, n: int) -> dict[str, Any]
     return report
 
 
-def _eval_set(ckpt: Checkpoint, out: Path) -> variants.EvalSet:
+def eval_set(ckpt: Checkpoint, out: Path) -> variants.EvalSet:
+    """What every variant is gated on: the test split under the bundle tokenizer in ``out``."""
     tok = inference.load_tokenizer(out / "tokenizer.json")
     if ckpt.has_test_split:
         chosen, labels, source = list(ckpt.test_texts), ckpt.test_labels, "test split"
@@ -230,7 +231,7 @@ def _eval_set(ckpt: Checkpoint, out: Path) -> variants.EvalSet:
 def _variants(
     ckpt: Checkpoint, out: Path, step: _Steps, gate: variants.Gate, chosen: Sequence[str]
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Any]:
-    data = _eval_set(ckpt, out)
+    data = eval_set(ckpt, out)
     with step(f"fp32 on {data.n} {data.source} texts"):
         fp32, ref = variants.evaluate(out / variants.FILES["fp32"], data, None, gate)
     if fp32["status"] != "accepted":
