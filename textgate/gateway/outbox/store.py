@@ -72,6 +72,7 @@ class Outbox:
         self.publishing = publishing
         self.stats = OutboxStats()
         self._depth = 0
+        self._published = 0  # published rows in the file (what _prune trims to the retention)
         self._oldest: float | None = None
         self._claimed: set[int] = set()
         self._writer = Writer(  # opens the file: raises OutboxError when it is unusable
@@ -205,6 +206,9 @@ class Outbox:
         self._depth = conn.execute(
             "SELECT count(*) FROM events WHERE published_at IS NULL"
         ).fetchone()[0]
+        self._published = conn.execute(
+            "SELECT count(*) FROM events WHERE published_at IS NOT NULL"
+        ).fetchone()[0]
         row = conn.execute(
             "SELECT created_at FROM events WHERE published_at IS NULL ORDER BY id LIMIT 1"
         ).fetchone()
@@ -297,6 +301,7 @@ class Outbox:
             if self._oldest is None:
                 self._oldest = created
         else:
+            self._published += 1
             self._prune(conn)
         return True
 
@@ -326,6 +331,7 @@ class Outbox:
         )
         self._claimed.difference_update(ids)
         self._depth -= cur.rowcount
+        self._published += cur.rowcount
         self.stats.published += cur.rowcount
         row = conn.execute(
             "SELECT created_at FROM events WHERE published_at IS NULL ORDER BY id LIMIT 1"
@@ -334,10 +340,17 @@ class Outbox:
         self._prune(conn)
 
     def _prune(self, conn: sqlite3.Connection) -> None:
-        """Keep only the newest ``retain_published`` published rows (for ``events tail``)."""
-        conn.execute(
-            "DELETE FROM events WHERE published_at IS NOT NULL AND id <= ("
-            " SELECT id FROM events WHERE published_at IS NOT NULL"
-            " ORDER BY id DESC LIMIT 1 OFFSET ?)",
-            (self.retain_published,),
+        """Keep only the newest ``retain_published`` published rows (for ``events tail``).
+
+        The surplus is counted in memory and deleted from the oldest end: finding the
+        cut-off from the newest end walked ``retain_published`` rows (10,000: ~260 µs) on
+        every event of an outbox-only gateway."""
+        surplus = self._published - self.retain_published
+        if surplus <= 0:
+            return
+        cur = conn.execute(
+            "DELETE FROM events WHERE id IN ("
+            " SELECT id FROM events WHERE published_at IS NOT NULL ORDER BY id LIMIT ?)",
+            (surplus,),
         )
+        self._published -= cur.rowcount
