@@ -17,12 +17,15 @@ from starlette.requests import Request
 
 from textgate.gateway import admin, console, logs
 from textgate.gateway.error_handlers import error_response
+from textgate.gateway.fastpath import ClassifyFastPath
 from textgate.gateway.http_errors import GatewayError
 from textgate.gateway.lifecycle import Gateway
 
 
 def install(app: FastAPI) -> None:
-    # Added first, so it runs inside ``RequestContext`` (which sets the request id).
+    # Added first, so they run inside ``RequestContext`` (which sets the request id); the
+    # classify fast path innermost, where the router would have run.
+    app.add_middleware(ClassifyFastPath)
     app.add_middleware(AdminGate)
     app.add_middleware(RequestContext)
 
