@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
 from textgate.config.normalize import NormalizeConfig
@@ -69,8 +69,18 @@ class NormalizeNotes:
     sender: str | None = None  # the message's From address (lower case); None for text
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: tuples become lists."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """JSON-ready: tuples become lists (of dicts, for the charset fallbacks). What
+        ``asdict`` gives, without its deep copy of every field (~25 µs a request)."""
+        out: dict[str, Any] = {}
+        for name in _NOTE_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                value = [asdict(x) if is_dataclass(x) else x for x in value]
+            out[name] = value
+        return out
+
+
+_NOTE_FIELDS = tuple(f.name for f in fields(NormalizeNotes))
 
 
 @dataclass(frozen=True)
