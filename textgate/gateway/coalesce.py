@@ -150,6 +150,16 @@ def _fail(jobs: Sequence[_Job], exc: BaseException) -> None:
             job.future.set_exception(exc)
 
 
+def _timeout(model: str) -> TritonTimeout:
+    return TritonTimeout(f"no answer from Triton for '{model}' within the deadline")
+
+
+def _expire(future: asyncio.Future[np.ndarray], model: str) -> None:
+    """The job's deadline: it stops waiting (still queued: _take drops it)."""
+    if not future.done():
+        future.set_exception(_timeout(model))
+
+
 class Coalescer:
     """Lanes by model name; ``infer`` is what a request awaits instead of the client."""
 
@@ -189,20 +199,21 @@ class Coalescer:
         lane = self.lanes.get(model)
         if lane is None:
             lane = self.lanes[model] = Lane(self, model, min(self.max_batch, max_batch_size))
-        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[np.ndarray] = loop.create_future()
         lane.submit(_Job(texts, deadline, request_id, headers or {}, future))
         remaining = deadline - time.monotonic()
-        try:
-            # shield: our timeout must not cancel a call the other jobs share.
-            return await asyncio.wait_for(asyncio.shield(future), max(0.0, remaining))
-        except TimeoutError:
+        if remaining <= 0:  # as wait_for with no time left: no wait at all
             future.cancel()  # still queued: _take drops it; already sent: its rows are unused
-            raise TritonTimeout(
-                f"no answer from Triton for '{model}' within the deadline"
-            ) from None
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
+            raise _timeout(model)
+        # The job's own future with a timer, not wait_for(shield(...)): that made a task, a
+        # shield future and their callbacks a request. The future is this job's alone, so
+        # failing it at the deadline cancels no call the other jobs share.
+        timer = loop.call_later(remaining, _expire, future, model)
+        try:
+            return await future  # a cancelled request cancels its future: _take drops it
+        finally:
+            timer.cancel()
 
     async def close(self) -> None:
         for lane in self.lanes.values():
