@@ -50,6 +50,8 @@ class FeedbackResponse(BaseModel):
 
 
 def explain_count(request: Request) -> int:
+    if not request.scope.get("query_string"):  # the usual request: no query to parse
+        return 0
     value = request.query_params.get("explain")
     if value is None:
         return 0

@@ -95,6 +95,10 @@ class Router:
         """The task names a client may use (version-pinned ensembles left out)."""
         return sorted(n for n in self.routes if not self.pinned(n))
 
+    def is_public(self, name: str) -> bool:
+        """``name in public()``, without listing and sorting them all."""
+        return name in self.routes and not self.pinned(name)
+
     def key(self, task: str, tenant: str | None, request_id: str, sender: str | None) -> str:
         """The canary's sticky key for this request (the release's configured kind)."""
         if self.releases is None:
