@@ -23,11 +23,11 @@ from typing import Any
 import httpx
 import uvicorn
 
-from textgate.triton_client import TritonClient
 from textgate.config import Config, RepositoryConfig, TritonConfig
 from textgate.gateway.app import create_app
 from textgate.repository import build
 from textgate.triton import TritonServer, free_port
+from textgate.triton_client import TritonClient
 
 SYNC = ["full"]  # events.synchronous of the measured gateway (--outbox-sync)
 TEXTS = [
