@@ -131,10 +131,13 @@ class ParsePool:
             raise RuntimeError("ParsePool.start() was not awaited")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.budget_s
-        try:
-            worker = await asyncio.wait_for(self._idle.get(), self.budget_s)
-        except TimeoutError:
-            return await self._fallback(raw, settings, "parse_queue_timeout")
+        if not self._idle.empty():  # what get() returns at once, without wait_for's task
+            worker = self._idle.get_nowait()
+        else:
+            try:
+                worker = await asyncio.wait_for(self._idle.get(), self.budget_s)
+            except TimeoutError:
+                return await self._fallback(raw, settings, "parse_queue_timeout")
         reply: tuple[Any, ...] | None = None
         try:
             left = max(0.0, deadline - loop.time())
