@@ -15,7 +15,9 @@ gateway), ``tree_cpu_us_per_request`` adds its children (the e-mail parse worker
 process: the outbox writer, gRPC's threads).
 ``--workload json``: one text per request as ``{"text": ...}``; ``mail``: raw RFC 822
 messages from the e-mail corpus as message/rfc822. CPU time is robust to a loaded box;
-texts/s is not, so compare only the texts/s of one run.
+texts/s is not, so compare only the texts/s of one run. ``--prefill N`` (default 10,000)
+puts N published events into each outbox before its gateway starts: the steady state of a
+gateway that has run a while, not an empty file.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ import asyncio
 import contextlib
 import json
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ from textgate.bench.measurement import warm_up
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target
 from textgate.config import RepositoryConfig, TritonConfig
+from textgate.gateway.outbox.rows import DDL, SCHEMA_VERSION
 from textgate.repository import build
 from textgate.triton import TritonServer
 
@@ -79,6 +85,28 @@ async def measure(
     }
 
 
+def prefill(path: Path, n: int) -> None:
+    """``n`` published events in a new outbox file: the state of a gateway that has run a
+    while (an outbox-only gateway keeps ``retain_published`` of them, 10,000 by default)."""
+    if n <= 0:
+        return
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(DDL)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        now = time.time()
+        rows = ((uuid.uuid4().hex, now, "{}", now) for _ in range(n))
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO events (request_id, created_at, payload, published_at) VALUES (?,?,?,?)",
+            rows,
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 def thread_cpu(pid: int) -> float:
     """CPU seconds of the process's main thread alone: the event loop (the outbox writer
     and gRPC's threads are the rest of the process)."""
@@ -95,6 +123,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--baseline", type=Path, help="also a gateway from this source tree")
+    p.add_argument("--prefill", type=int, default=10_000, help="published events in each outbox")
     p.add_argument("--out", type=Path, default=Path("gateway_cpu.json"))
     args = p.parse_args()
     task = json.loads((args.bundle / "manifest.json").read_text())["task"]
@@ -108,6 +137,9 @@ def main() -> int:
         build([args.bundle], tmp / "repo", RepositoryConfig())
         triton_cfg = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
         server = stack.enter_context(TritonServer(tmp / "repo", config=triton_cfg))
+        names = ["gateway", "baseline"] if args.baseline else ["gateway"]
+        for name in names:  # the outbox file coalesce_ab.gateway configures
+            prefill(tmp / f"{name}.db", args.prefill)
         procs = [gateway("gateway", server.grpc_url, tmp, coalesce=True)]
         if args.baseline:
             procs.append(gateway("baseline", server.grpc_url, tmp, False, src=args.baseline))
