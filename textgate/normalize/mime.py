@@ -3,9 +3,10 @@ hand-over to ``best_effort`` when the structure cannot be trusted."""
 
 from __future__ import annotations
 
-from email import policy
+import functools
 from email.message import Message
 from email.parser import BytesParser
+from email.policy import EmailPolicy
 from typing import Any
 
 from textgate import guards
@@ -38,6 +39,26 @@ _FATAL_DEFECTS = frozenset(
 )
 
 
+class _ParsedOnce(EmailPolicy):
+    """``email.policy.default`` that parses each header value once per message.
+
+    The stdlib re-parses a header on every read, and reads Content-Type over and over
+    (the feed parser per line of a multipart body, ``get_content_maintype`` and the walk
+    after it): ~14 Content-Type parses a message, about half of ``normalize_email``.
+    A header object is a function of (name, value) alone and read-only once made, so the
+    per-message cache returns what a fresh parse would (failures are not cached). The
+    cache is an ``lru_cache`` over the policy's own method: a hit adds no Python frame, so
+    a deeply nested message meets the recursion limit where it did before. Values parsed
+    from bytes are always ``str`` (hashable), the only kind a parsed message holds.
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        parse = functools.partial(EmailPolicy.header_fetch_parse, self)
+        # policies refuse attribute writes; this instance attribute shadows the method
+        object.__setattr__(self, "header_fetch_parse", functools.lru_cache(maxsize=None)(parse))
+
+
 def normalize_email(
     raw: bytes, settings: NormalizeSettings, count: CountFn | None = None
 ) -> Normalized:
@@ -55,7 +76,7 @@ def normalize_email(
     if tripped:
         return best_effort(raw, settings, count, defects=tripped)
     try:
-        message = BytesParser(policy=policy.default).parsebytes(raw)
+        message = BytesParser(policy=_ParsedOnce()).parsebytes(raw)  # one per message
         extracted = _Extraction(settings)
         text = extracted.run(message)
         notes = {**extracted.notes(), "sender": sender_address(message)}
