@@ -75,12 +75,17 @@ class NormalizeNotes:
         for name in _NOTE_FIELDS:
             value = getattr(self, name)
             if isinstance(value, tuple):
-                value = [asdict(x) if is_dataclass(x) else x for x in value]
+                value = [_plain(x) for x in value]
             out[name] = value
         return out
 
 
 _NOTE_FIELDS = tuple(f.name for f in fields(NormalizeNotes))
+
+
+def _plain(x: Any) -> Any:
+    """A dataclass item of a notes tuple (a charset fallback) as a dict; others as they are."""
+    return asdict(x) if is_dataclass(x) and not isinstance(x, type) else x
 
 
 @dataclass(frozen=True)
