@@ -414,3 +414,24 @@ def test_backoff_is_bounded_exponential_with_jitter() -> None:
     assert backoff_s(1, 0.1, 10, lambda: 1.0) == pytest.approx(0.2)
     assert backoff_s(50, 0.1, 10, lambda: 1.0) == 10
     assert backoff_s(50, 0.1, 10, lambda: 0.0) == 0.1
+
+
+def test_retention_holds_across_a_reopen_and_the_publishers_acks(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    with Outbox(path, publishing=False, retain_published=50) as ob:
+        for i in range(20):
+            ob.put_sync(event(i))
+    with Outbox(path, publishing=False, retain_published=5) as ob:  # 20 on file, 5 kept
+        ob.put_sync(event(20))
+    assert [r.key for r in read_rows(path)] == [key(i) for i in range(16, 21)]
+
+    async def publish() -> None:
+        with Outbox(path, publishing=True, retain_published=3) as ob:
+            for i in range(21, 25):
+                await ob.put(event(i))
+            await ob.ack([r.id for r in await ob.claim(2)])  # 5 + 2 published: 3 kept
+
+    run(publish())
+    rows = read_rows(path)
+    assert [r.key for r in rows] == [key(i) for i in (20, 21, 22, 23, 24)]
+    assert [r.published_at is not None for r in rows] == [True, True, True, False, False]
