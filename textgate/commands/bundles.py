@@ -222,6 +222,14 @@ def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
         f"{op.get('phish_recall_at_review', float('nan')):.4f}",
         highlight=False,
     )
+    binary = op.get("not_ham")
+    if binary:
+        auc = binary["roc_auc"]
+        out.print(
+            f"not ham vs ham at 0.5: F1 {binary['f1']:.4f}, precision {binary['precision']:.4f},"
+            f" recall {binary['recall']:.4f}, ROC-AUC {'n/a' if auc is None else f'{auc:.4f}'}",
+            highlight=False,
+        )
     worst = json.loads((bundle_dir / op["worst_errors"]).read_text(encoding="utf-8"))
     for kind in ("false_alarms", "misses"):
         out.print(f"[bold]worst {kind.replace('_', ' ')}[/] ({op['worst_errors']})")

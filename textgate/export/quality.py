@@ -97,6 +97,7 @@ def operating(
     ham = ~pos
     report: dict[str, Any] = {
         "n": len(y),
+        "not_ham": _binary(pos, score),
         "ham_fpr_at_review": _rate(score[ham] >= REVIEW_AT),
         "ham_fpr_at_quarantine": _rate(score[ham] >= QUARANTINE_AT),
         "recall_at_review": _rate(score[pos] >= REVIEW_AT),
@@ -114,6 +115,24 @@ def operating(
     path.write_text(json.dumps(errors, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     report["worst_errors"] = "reports/worst_errors.json"
     return report
+
+
+def _binary(pos: np.ndarray, score: np.ndarray) -> dict[str, Any]:
+    """The filter's view at 0.5 (spam + phish vs ham, or positive vs negative)."""
+    from textgate import metrics
+
+    pred = score >= 0.5
+    tp, fp, fn = int((pred & pos).sum()), int((pred & ~pos).sum()), int((~pred & pos).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    auc = metrics.roc_auc(pos.astype(int).tolist(), score) if 0 < pos.sum() < len(pos) else None
+    return {
+        "f1": round(f1, 5),
+        "precision": round(precision, 5),
+        "recall": round(recall, 5),
+        "roc_auc": round(float(auc), 5) if auc is not None else None,
+    }
 
 
 def _rate(mask: np.ndarray) -> float | None:
