@@ -141,6 +141,8 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory, mail_slice: Path) -> It
     spam = _calibrated_bundle(root, mail_slice)
     skewed = _skewed_copy(spam, root / "skewed")
     repo = build([spam, skewed], root / "repo", repo_settings()).repository
+    # the same bundle in the three-step shape (tokenize → model → postprocess) as spam_b
+    build([spam], repo, repo_settings(shape_strategy="bucket"), suffix="_b")
     server = TritonServer(repo, config=server_config())
     server.start()
     try:
@@ -169,6 +171,8 @@ def test_triton_applies_the_bundle_temperature(calibrated: tuple) -> None:
     inp = httpclient.InferInput("text", list(data.shape), "BYTES")
     inp.set_data_from_numpy(data)
     served = client.infer("spam", [inp]).as_numpy("probabilities")
+    bucketed = client.infer("spam_b", [inp]).as_numpy("probabilities")
+    np.testing.assert_allclose(bucketed, served, atol=1e-5)  # both shapes join the n-grams
     # Triton joins the bundle's n-gram half (scored by the very module training used), then
     # applies the temperature fitted on the joined validation probabilities.
     lexical = ngrams.NgramModel.load(spam / "ngrams.npz")
