@@ -209,8 +209,13 @@ def by_source(
     models: Sequence[str] = MODELS,
     options: FoldOptions | None = None,
     log: Callable[[str], None] | None = None,
+    scores_out: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Every fold, every model: the report ``textgate evaluate --by-source`` writes."""
+    """Every fold, every model: the report ``textgate evaluate --by-source`` writes.
+
+    ``scores_out``, when given, receives every scored row: ``fold<k>/<model>/rows`` (indices
+    into ``table``) and ``.../score`` (P(not ham)), so that another way of joining the halves
+    can be measured on the same folds without training the transformer again."""
     opts = options or FoldOptions()
     say = log or (lambda _m: None)
     unknown = sorted(set(models) - set(MODELS))
@@ -219,7 +224,7 @@ def by_source(
     groups = np.array(table.groups)
     y = positives(table)
     results: list[dict[str, Any]] = []
-    for held in folds(table):
+    for k, held in enumerate(folds(table)):
         test_mask = np.isin(groups, held)
         train_idx, test_all = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
         if len(set(y[train_idx])) < 2:
@@ -234,6 +239,9 @@ def by_source(
             full = np.full(len(table.texts), np.nan)
             full[test_idx] = score
             scores[name] = full
+            if scores_out is not None:
+                scores_out[f"fold{k}/{name}/rows"] = test_idx
+                scores_out[f"fold{k}/{name}/score"] = score
             if name not in models:
                 continue
             report = binary_report(y[test_idx], score)

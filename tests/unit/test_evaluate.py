@@ -93,3 +93,22 @@ def test_unknown_model_is_named() -> None:
     table = _table({"a/ham": ("ham", ["x"]), "b/spam": ("spam", ["y"])})
     with pytest.raises(DataError, match="bert"):
         evaluate.by_source(table, models=("bert",))
+
+
+def test_scores_out_keeps_every_held_out_row_and_its_score() -> None:
+    table = _table(
+        {
+            "a/ham": ("ham", _rows(HAMMY, "a")),
+            "b/ham": ("ham", _rows(HAMMY, "b")),
+            "c/spam": ("spam", _rows(SPAMMY, "c")),
+        }
+    )
+    kept: dict[str, np.ndarray] = {}
+    report = evaluate.by_source(table, models=("naive-bayes",), scores_out=kept)
+    # holding out the only spam group leaves one class to train on: that fold is skipped
+    assert sorted(kept) == [f"fold{k}/naive-bayes/{p}" for k in range(2) for p in ("rows", "score")]
+    rows = kept["fold1/naive-bayes/rows"]
+    assert {table.groups[i] for i in rows} == {"b/ham"}
+    # the stored scores are the ones the report measured: its FPR recomputes from them
+    fpr = float((kept["fold1/naive-bayes/score"] >= 0.5).mean())
+    assert fpr == report["folds"][1]["models"]["naive-bayes"]["fpr@0.5"]

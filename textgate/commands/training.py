@@ -89,10 +89,15 @@ def _add_evaluate(sub: Subparsers) -> None:
     p.add_argument("--minutes", type=float, default=3.0, help="transformer budget per fold")
     p.add_argument("--base", type=Path, help="checkpoint to fine-tune (default: packaged MiniLM)")
     p.add_argument("-o", "--output", type=Path, help="write the report as JSON (and .md beside)")
+    p.add_argument(
+        "--scores", type=Path, help="write every held-out row's score per fold and model (.npz)"
+    )
     p.set_defaults(handler=_run_evaluate)
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from textgate import evaluate
 
     table = load_table(args)
@@ -103,7 +108,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         base=args.base,
     )
     models = split_list(args.models)
-    report = evaluate.by_source(table, models=models, options=options, log=console.print)
+    scores: dict[str, Any] = {}
+    report = evaluate.by_source(
+        table, models=models, options=options, log=console.print, scores_out=scores
+    )
+    if args.scores:
+        args.scores.parent.mkdir(parents=True, exist_ok=True)
+        with open(args.scores, "wb") as fh:  # a file object: savez would append ".npz"
+            np.savez_compressed(fh, **scores)
     table_md = evaluate.markdown(report)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
