@@ -62,3 +62,24 @@ def test_a_file_of_another_format_is_refused(tmp_path: Path) -> None:
         np.savez(fh, format=np.array("something/9"))
     with pytest.raises(ValueError, match="not a textgate-ngrams/1 file"):
         ngrams.NgramModel.load(tmp_path / "x.npz")
+
+
+# Computed with the featurizer of textgate-ngrams/1, before the settings became part of the
+# model: the spam bundle's features must not move by one bucket under the default settings.
+PINNED_TEXT = "Free money, free prize: claim your FREE prize now! café 80086"
+PINNED_SHA256 = "92ff4d1a857b2b80bfd389adf50ca1afb46cd5487506934c59b5781fe437c7e7"
+
+
+def test_the_default_features_are_the_pinned_buckets() -> None:
+    import hashlib
+
+    counts = ngrams.grams(PINNED_TEXT)
+    items = sorted(counts.items())
+    assert (len(counts), sum(counts.values())) == (110, 141)
+    assert items[:2] == [(5585, 1), (17235, 1)] and items[-2:] == [(1012682, 2), (1025298, 1)]
+    assert counts[442824] == 3 and counts[35777] == 2 and counts[541635] == 3  # "free" ...
+    assert hashlib.sha256(repr(items).encode()).hexdigest() == PINNED_SHA256
+    idx, values = ngrams.weighted(counts, np.ones(2 * ngrams.BUCKETS))
+    got = dict(zip(idx.tolist(), values.tolist(), strict=True))
+    assert got[35777] == pytest.approx(0.3446252184507683, rel=1e-12)
+    assert got[442824] == pytest.approx(0.4271540753985316, rel=1e-12)
