@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,15 @@ C = 10.0
 WEIGHT = 0.5
 MIN_DF = 2  # as the TF-IDF baseline's vectorizers
 MAX_FEATURES = 200_000  # per block, as the baseline's
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one task's lexical half is fitted with: its featurizer and its regularization
+    (``TaskDefaults.ngram_recipe``); the defaults are the e-mail model's."""
+
+    features: ngrams.Features = ngrams.DEFAULT
+    c: float = C  # logistic regression's C
 
 
 def _vocabulary(df: np.ndarray) -> np.ndarray:
@@ -53,7 +63,12 @@ def _matrix(rows: Sequence[Any], idf: np.ndarray) -> Any:
 
 
 def fit(
-    texts: Sequence[str], positive: np.ndarray, *, negative: int, weight: float = WEIGHT
+    texts: Sequence[str],
+    positive: np.ndarray,
+    *,
+    negative: int,
+    weight: float = WEIGHT,
+    recipe: Recipe = Recipe(),
 ) -> tuple[ngrams.NgramModel, dict[str, Any]]:
     """The fitted model and what to record about the fit (rows, seconds)."""
     try:
@@ -63,18 +78,20 @@ def fit(
             "fitting the n-gram model needs scikit-learn", hint="pip install 'textgate[train]'"
         ) from exc
     t0 = time.monotonic()
-    rows = [ngrams.grams(t) for t in texts]
+    features = recipe.features.checked()
+    rows = [ngrams.grams(t, features) for t in texts]
     df = np.zeros(2 * ngrams.BUCKETS)
     for counts in rows:
         df[np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))] += 1
     idf = np.log((1 + len(rows)) / (1 + df)) + 1.0  # scikit-learn's smoothed idf
     idf[~_vocabulary(df)] = 0.0  # a bucket outside the vocabulary never counts
-    clf = LogisticRegression(C=C, max_iter=2000, class_weight="balanced")
+    clf = LogisticRegression(C=recipe.c, max_iter=2000, class_weight="balanced")
     clf.fit(_matrix(rows, idf), np.asarray(positive, dtype=int))
-    model = ngrams.NgramModel(idf, clf.coef_[0], float(clf.intercept_[0]), negative, weight)
+    intercept = float(clf.intercept_[0])
+    model = ngrams.NgramModel(idf, clf.coef_[0], intercept, negative, weight, features)
     info = {
         "rows": len(rows),
-        "C": C,
+        "C": recipe.c,
         "min_df": MIN_DF,
         "max_features": MAX_FEATURES,
         "vocabulary": int((idf > 0).sum()),
