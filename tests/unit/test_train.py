@@ -378,3 +378,45 @@ def test_the_ngram_half_learns_a_lexical_signal() -> None:
     assert info["rows"] == 30
     z = model.scores(["free prize, claim now", "lunch meeting notes tomorrow"])
     assert z[0] > 0 > z[1]
+
+
+def test_each_task_fits_its_lexical_half_with_its_own_recipe() -> None:
+    from textgate import ngrams
+    from textgate.train import ngram
+
+    spam, zh = train.TASK_DEFAULTS["spam"], train.TASK_DEFAULTS["sentiment-zh"]
+    assert spam.ngrams and spam.ngram_recipe == ngram.Recipe(ngrams.DEFAULT, 10.0)
+    assert ngrams.Features((3, 5), "wb", True) == ngrams.DEFAULT  # the e-mail model's, as /1
+    assert zh.ngrams and zh.ngram_recipe == ngram.Recipe(ngrams.Features((1, 3), "char", False))
+    assert train.TrainOptions().resolved("sentiment-zh").ngrams
+    assert not train.TrainOptions(ngrams=False).resolved("sentiment-zh").ngrams
+    assert not train.TASK_DEFAULTS["sentiment"].ngrams and not train.GENERIC.ngrams
+
+
+@dataclass
+class _Table:
+    texts: tuple[str, ...]
+    ids: list[int]
+
+    def label_ids(self) -> list[int]:
+        return self.ids
+
+
+def test_the_chinese_ngram_half_scores_not_negative_and_records_its_features(
+    tmp_path: Path,
+) -> None:
+    from textgate import ngrams
+
+    neg = ["质量很差, 非常失望", "太差了, 不推荐", "很失望, 退货"]
+    pos = ["质量很好, 非常满意", "很好, 推荐", "满意, 好评"]
+    table = _Table(tuple((neg + pos) * 5), [0, 0, 0, 1, 1, 1] * 5)
+    recipe = train.TASK_DEFAULTS["sentiment-zh"].ngram_recipe
+    info = train._fit_ngrams(
+        table, None, ["negative", "positive"], train.TrainOptions(), recipe, tmp_path, print
+    )
+    assert info["char_mode"] == "char" and info["char_ngrams"] == [1, 3]
+    assert info["word_block"] is False and info["negative"] == 0 and info["C"] == 10.0
+    model = ngrams.NgramModel.load(tmp_path / info["file"])
+    assert model.features == recipe.features
+    z = model.scores(["非常满意, 好评", "非常失望, 太差"])
+    assert z[0] > 0 > z[1]  # log-odds of "not negative": positive reviews score above 0

@@ -68,6 +68,7 @@ from textgate.train.loop import (
     predict,
     seed_everything,
 )
+from textgate.train.ngram import Recipe
 from textgate.train.options import CLASS_WEIGHTS, GENERIC, TASK_DEFAULTS, TaskDefaults, TrainOptions
 
 NGRAMS_FILE = "ngrams.npz"
@@ -145,7 +146,8 @@ def train(
             "versions": library_versions(),
         }
         if opts.ngrams:
-            info["ngrams"] = _fit_ngrams(splits.train, parts, labels, opts, tmp, say)
+            recipe = TASK_DEFAULTS.get(task, GENERIC).ngram_recipe
+            info["ngrams"] = _fit_ngrams(splits.train, parts, labels, opts, recipe, tmp, say)
         write_json(tmp / "textgate.json", info)
         replace_dir(tmp, out)
     finally:
@@ -159,11 +161,14 @@ def _fit_ngrams(
     parts: Parts,
     labels: list[str],
     opts: TrainOptions,
+    recipe: Recipe,
     tmp: Path,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """The lexical half on every training row (not the per-group cap the transformer's
-    budget needs: it fits 14k e-mails in seconds); ``ngrams.npz`` beside the weights."""
+    budget needs: it fits 14k e-mails in seconds); ``ngrams.npz`` beside the weights.
+    The negative label is "ham" for mail, else the first ("negative" for sentiment), as
+    export's scores (quality.positive_score) and the postprocess step read it."""
     from textgate.train import ngram
 
     negative = labels.index("ham") if "ham" in labels else 0
@@ -172,7 +177,8 @@ def _fit_ngrams(
         if opts.limit is None
         else (parts.train.texts, parts.train.ids)
     )
-    model, info = ngram.fit(texts, np.array(ids) != negative, negative=negative)
+    positive = np.array(ids) != negative
+    model, info = ngram.fit(texts, positive, negative=negative, recipe=recipe)
     model.save(tmp / NGRAMS_FILE)
     say(f"n-gram model: {info['rows']} rows in {info['seconds']}s")
     return {**model.describe(), **info, "file": NGRAMS_FILE}

@@ -33,6 +33,9 @@ class Recipe:
     c: float = C  # logistic regression's C
 
 
+DEFAULT_RECIPE = Recipe()
+
+
 def _vocabulary(df: np.ndarray) -> np.ndarray:
     """Buckets seen in MIN_DF rows or more, at most MAX_FEATURES per block, most frequent
     first: rare n-grams are one mailbox's names and templates, which held-out sources do
@@ -68,7 +71,7 @@ def fit(
     *,
     negative: int,
     weight: float = WEIGHT,
-    recipe: Recipe = Recipe(),
+    recipe: Recipe = DEFAULT_RECIPE,
 ) -> tuple[ngrams.NgramModel, dict[str, Any]]:
     """The fitted model and what to record about the fit (rows, seconds)."""
     try:

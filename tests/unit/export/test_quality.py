@@ -29,3 +29,14 @@ def test_joined_probabilities_carry_the_ngram_log_odds() -> None:
     after = np.log((1 - out[:, 0]) / out[:, 0])
     np.testing.assert_allclose(after, 0.5 * before + 0.5 * 3.0)
     np.testing.assert_allclose(out[:, 1] / out[:, 2], probs[:, 1] / probs[:, 2])
+
+
+def test_a_two_label_task_joins_on_the_positive_log_odds() -> None:
+    """sentiment-zh: labels (negative, positive), negative 0; z is log P(pos) / P(neg)."""
+    size = 2 * ngrams.BUCKETS
+    lexical = ngrams.NgramModel(np.ones(size), np.zeros(size), -2.0, 0, 0.5)
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])
+    out = quality.joined(probs, lexical, ("很好", "很差"))
+    before = np.log(probs[:, 1] / probs[:, 0])
+    np.testing.assert_allclose(np.log(out[:, 1] / out[:, 0]), 0.5 * before + 0.5 * -2.0)
+    assert quality.positive_score(out, ("negative", "positive")) == pytest.approx(out[:, 1])
