@@ -74,3 +74,6 @@ def test_export_keeps_parity_on_chinese_texts(
     assert parity["tokenizer"]["ids_match"]
     assert manifest["tokenizer"]["coverage"]["unk_ratio"] < 0.05
     assert manifest["normalization"]["settings"]["fold_width"] is True
+    # the task's lexical half, fitted by train with the Chinese recipe and joined by export
+    assert manifest["ngrams"]["char_mode"] == "char" and manifest["ngrams"]["char_ngrams"] == [1, 3]
+    assert manifest["metrics"]["test"]["model"] == "fp32 ONNX + n-grams"
