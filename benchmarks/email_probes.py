@@ -25,30 +25,75 @@ from textgate.export import calibration, inference, quality
 PROBES = [
     ("Your Amazon order #123-456 has shipped", "ham", "generated kind"),
     ("Your order #4411 has been delivered. Thanks for shopping with us.", "ham", "generated kind"),
-    ("Your GitHub password was changed. If you did this, you can safely disregard this email.",
-     "ham", "generated kind"),
-    ("Weekly newsletter: 5 articles we think you'll like this week. Unsubscribe at any time.",
-     "ham", "generated kind"),
-    ("Your electricity bill for November is ready. Amount due EUR 61.20, collected by direct "
-     "debit on 12 December. No action is needed.", "ham", "unseen kind"),
-    ("Reminder: your dentist appointment is tomorrow at 9:30. Reply C to confirm or call us to "
-     "reschedule.", "ham", "unseen kind"),
-    ("Thanks for registering for PyCon. Your ticket and the schedule are attached; see you in "
-     "Pittsburgh!", "ham", "unseen kind"),
-    ("Hi all, the minutes of yesterday's meeting are in the shared folder. Let me know if I "
-     "missed anything.", "ham", "unseen kind"),
-    ("Re: [python-dev] PEP 8 question - I think the second form is clearer, see the thread "
-     "from last week.", "ham", "unseen kind"),
-    ("Your account has been suspended. Verify your identity now to restore access: "
-     "http://secure-login-verify.example.com", "phish", "unseen kind"),
-    ("Your package could not be delivered. Pay the $1.99 redelivery fee here: "
-     "http://dhl-redelivery.top/pay", "phish", "unseen kind"),
-    ("Unusual sign-in activity on your Microsoft account. Confirm your password within 24 hours "
-     "or your mailbox will be closed: http://microsoft-verify.online", "phish", "unseen kind"),
-    ("Your mailbox is full. Click here to upgrade your storage or lose incoming messages: "
-     "http://webmail-upgrade.xyz", "phish", "unseen kind"),
-    ("URGENT: you have WON a cash prize of $1,000,000! Reply with your bank details to claim.",
-     "spam", "unseen kind"),
+    (
+        "Your GitHub password was changed. If you did this, you can safely disregard this email.",
+        "ham",
+        "generated kind",
+    ),
+    (
+        "Weekly newsletter: 5 articles we think you'll like this week. Unsubscribe at any time.",
+        "ham",
+        "generated kind",
+    ),
+    (
+        "Your electricity bill for November is ready. Amount due EUR 61.20, collected by direct "
+        "debit on 12 December. No action is needed.",
+        "ham",
+        "unseen kind",
+    ),
+    (
+        "Reminder: your dentist appointment is tomorrow at 9:30. Reply C to confirm or call us to "
+        "reschedule.",
+        "ham",
+        "unseen kind",
+    ),
+    (
+        "Thanks for registering for PyCon. Your ticket and the schedule are attached; see you in "
+        "Pittsburgh!",
+        "ham",
+        "unseen kind",
+    ),
+    (
+        "Hi all, the minutes of yesterday's meeting are in the shared folder. Let me know if I "
+        "missed anything.",
+        "ham",
+        "unseen kind",
+    ),
+    (
+        "Re: [python-dev] PEP 8 question - I think the second form is clearer, see the thread "
+        "from last week.",
+        "ham",
+        "unseen kind",
+    ),
+    (
+        "Your account has been suspended. Verify your identity now to restore access: "
+        "http://secure-login-verify.example.com",
+        "phish",
+        "unseen kind",
+    ),
+    (
+        "Your package could not be delivered. Pay the $1.99 redelivery fee here: "
+        "http://dhl-redelivery.top/pay",
+        "phish",
+        "unseen kind",
+    ),
+    (
+        "Unusual sign-in activity on your Microsoft account. Confirm your password within 24 hours "
+        "or your mailbox will be closed: http://microsoft-verify.online",
+        "phish",
+        "unseen kind",
+    ),
+    (
+        "Your mailbox is full. Click here to upgrade your storage or lose incoming messages: "
+        "http://webmail-upgrade.xyz",
+        "phish",
+        "unseen kind",
+    ),
+    (
+        "URGENT: you have WON a cash prize of $1,000,000! Reply with your bank details to claim.",
+        "spam",
+        "unseen kind",
+    ),
 ]
 
 
@@ -80,9 +125,11 @@ def main() -> None:
     rows = []
     ngrams_file = (manifest.get("ngrams") or {}).get("file")
     lexical = ngrams.NgramModel.load(args.bundle / ngrams_file) if ngrams_file else None
-    served = calibration.apply(quality.joined(raw, lexical, tuple(texts)), temperature) if (
-        lexical
-    ) else alone
+    served = (
+        calibration.apply(quality.joined(raw, lexical, tuple(texts)), temperature)
+        if (lexical)
+        else alone
+    )
     z = lexical.scores(texts) if lexical else np.full(len(texts), np.nan)
     print("| probe | truth | kind | transformer | n-grams | served | P(phish) | action |")
     print("|---|---|---|---:|---:|---:|---:|---|")
@@ -99,8 +146,10 @@ def main() -> None:
         row["action"] = action(row["served"], row["phish"])
         rows.append(row)
         short = text if len(text) <= 60 else text[:57] + "..."
-        print(f"| {short} | {truth} | {kind} | {row['transformer']:.3f} | {row['ngrams']} | "
-              f"{row['served']:.3f} | {row['phish']:.3f} | {row['action']} |")
+        print(
+            f"| {short} | {truth} | {kind} | {row['transformer']:.3f} | {row['ngrams']} | "
+            f"{row['served']:.3f} | {row['phish']:.3f} | {row['action']} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
