@@ -378,6 +378,9 @@ def test_the_ngram_half_learns_a_lexical_signal() -> None:
     assert info["rows"] == 30
     z = model.scores(["free prize, claim now", "lunch meeting notes tomorrow"])
     assert z[0] > 0 > z[1]
+    assert model.weight == ngram.WEIGHT
+    heavier, _ = ngram.fit(texts, y, negative=0, recipe=ngram.Recipe(weight=0.8))
+    assert heavier.weight == 0.8  # the recipe's weight is what the saved model joins with
 
 
 def test_each_task_fits_its_lexical_half_with_its_own_recipe() -> None:
@@ -387,7 +390,8 @@ def test_each_task_fits_its_lexical_half_with_its_own_recipe() -> None:
     spam, zh = train.TASK_DEFAULTS["spam"], train.TASK_DEFAULTS["sentiment-zh"]
     assert spam.ngrams and spam.ngram_recipe == ngram.Recipe(ngrams.DEFAULT, 10.0)
     assert ngrams.Features((3, 5), "wb", True) == ngrams.DEFAULT  # the e-mail model's, as /1
-    assert zh.ngrams and zh.ngram_recipe == ngram.Recipe(ngrams.Features((1, 3), "char", False))
+    zh_features = ngrams.Features((1, 3), "char", False)
+    assert zh.ngrams and zh.ngram_recipe == ngram.Recipe(zh_features, weight=0.8)
     assert train.TrainOptions().resolved("sentiment-zh").ngrams
     assert not train.TrainOptions(ngrams=False).resolved("sentiment-zh").ngrams
     assert not train.TASK_DEFAULTS["sentiment"].ngrams and not train.GENERIC.ngrams

@@ -214,19 +214,31 @@ def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
     calib = manifest.get("calibration") or {}
     if not op:
         return
-    out.print(
+    labels = list(manifest.get("labels") or [])
+    mail = "ham" in labels
+    head = (
         f"calibrated (T={calib.get('temperature', 1.0):.3f}, ECE {calib.get('ece_before', 0):.4f}"
-        f" -> {calib.get('ece_after', 0):.4f}): ham flagged at review "
-        f"{op['ham_fpr_at_review']:.4f}, at quarantine {op['ham_fpr_at_quarantine']:.4f}; "
-        "phishing caught at review "
-        f"{op.get('phish_recall_at_review', float('nan')):.4f}",
-        highlight=False,
+        f" -> {calib.get('ece_after', 0):.4f})"
     )
+    if mail:  # the review/quarantine thresholds are the spam policy's
+        head += (
+            f": ham flagged at review {op['ham_fpr_at_review']:.4f}, at quarantine "
+            f"{op['ham_fpr_at_quarantine']:.4f}; phishing caught at review "
+            f"{op.get('phish_recall_at_review', float('nan')):.4f}"
+        )
+    out.print(head, highlight=False)
     binary = op.get("not_ham")
     if binary:
         auc = binary["roc_auc"]
+        view = (
+            "not ham vs ham"
+            if mail
+            else " vs ".join(reversed(labels))
+            if len(labels) == 2
+            else f"not {labels[0]} vs {labels[0]}"
+        )
         out.print(
-            f"not ham vs ham at 0.5: F1 {binary['f1']:.4f}, precision {binary['precision']:.4f},"
+            f"{view} at 0.5: F1 {binary['f1']:.4f}, precision {binary['precision']:.4f},"
             f" recall {binary['recall']:.4f}, ROC-AUC {'n/a' if auc is None else f'{auc:.4f}'}",
             highlight=False,
         )

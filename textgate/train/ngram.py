@@ -31,6 +31,7 @@ class Recipe:
 
     features: ngrams.Features = ngrams.DEFAULT
     c: float = C  # logistic regression's C
+    weight: float = WEIGHT  # the lexical score's share of the not-negative log-odds
 
 
 DEFAULT_RECIPE = Recipe()
@@ -70,7 +71,6 @@ def fit(
     positive: np.ndarray,
     *,
     negative: int,
-    weight: float = WEIGHT,
     recipe: Recipe = DEFAULT_RECIPE,
 ) -> tuple[ngrams.NgramModel, dict[str, Any]]:
     """The fitted model and what to record about the fit (rows, seconds)."""
@@ -91,7 +91,7 @@ def fit(
     clf = LogisticRegression(C=recipe.c, max_iter=2000, class_weight="balanced")
     clf.fit(_matrix(rows, idf), np.asarray(positive, dtype=int))
     intercept = float(clf.intercept_[0])
-    model = ngrams.NgramModel(idf, clf.coef_[0], intercept, negative, weight, features)
+    model = ngrams.NgramModel(idf, clf.coef_[0], intercept, negative, recipe.weight, features)
     info = {
         "rows": len(rows),
         "C": recipe.c,
