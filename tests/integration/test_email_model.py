@@ -114,6 +114,15 @@ def _calibrated_bundle(root: Path, mail_slice: Path) -> Path:
     meta["ngrams"] = _fit_ngrams(table, ckpt)
     (ckpt / "textgate.json").write_text(json.dumps(meta))
     export_bundle(ckpt, root / "spam", variants=())
+    # The tiny model is under-confident, so its fitted T (< 1) is served as 1 (the floor:
+    # calibration.served); a softening T, as a real over-confident model fits, must reach
+    # Triton's postprocess, so the test sets one.
+    manifest = bundle.read_manifest(root / "spam")
+    assert manifest["calibration"]["temperature"] == calibration.served(
+        manifest["calibration"]["fitted_temperature"]
+    )
+    manifest["calibration"]["temperature"] = 1.7
+    bundle.write_manifest(root / "spam", manifest)
     return root / "spam"
 
 
@@ -157,7 +166,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory, mail_slice: Path) -> It
 def test_triton_applies_the_bundle_temperature(calibrated: tuple) -> None:
     spam, server = calibrated
     calib = bundle.read_manifest(spam)["calibration"]
-    assert calib["method"] == "temperature" and calib["temperature"] != 1.0
+    assert calib["method"] == "temperature" and calib["temperature"] == 1.7
     assert (spam / "reliability.png").is_file()
     texts = ["claim your free prize now", "minutes of the budget meeting", "verify your account"]
     tok = inference.load_tokenizer(spam / "tokenizer.json")

@@ -55,7 +55,8 @@ def calibrate(
     val_probs = _fp32_probs(out, ckpt.extra_texts)
     if lexical is not None:
         val_probs = joined(val_probs, lexical, ckpt.extra_texts)
-    t = calibration.fit_temperature(val_probs, np.asarray(ckpt.extra_labels))
+    fitted = calibration.fit_temperature(val_probs, np.asarray(ckpt.extra_labels))
+    t = calibration.served(fitted)
     y = np.asarray(ckpt.test_labels)
     after = calibration.apply(test_probs, t)
     pos = _positives(y, ckpt.labels)
@@ -75,6 +76,8 @@ def calibrate(
     return {
         "method": "temperature",
         "temperature": round(t, 6),
+        "fitted_temperature": round(fitted, 6),
+        "min_temperature": calibration.MIN_TEMPERATURE,
         "fitted_on": f"validation split ({len(ckpt.extra_labels)} texts)",
         "ece_before": round(top_ece(test_probs), 5),
         "ece_after": round(top_ece(after), 5),

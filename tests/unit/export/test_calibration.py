@@ -39,6 +39,17 @@ def test_a_calibrated_model_keeps_temperature_near_one() -> None:
     assert 0.85 < calibration.fit_temperature(probs, y) < 1.15
 
 
+def test_an_underconfident_fit_is_served_at_one_never_sharpened() -> None:
+    # the model reports softmax(z / 2): under-confident on its own split, so the fit sharpens
+    probs, y = _overconfident(6000, 0.5, seed=3)
+    fitted = calibration.fit_temperature(probs, y)
+    assert fitted < 0.7
+    assert calibration.served(fitted) == calibration.MIN_TEMPERATURE == 1.0
+    over, y_over = _overconfident(6000, 3.0, seed=4)
+    softer = calibration.fit_temperature(over, y_over)
+    assert calibration.served(softer) == softer > 2.5  # softening is served as fitted
+
+
 def test_reliability_bins_and_plot(tmp_path: Path) -> None:
     score = np.linspace(0, 1, 200)
     truth = score > 0.5
