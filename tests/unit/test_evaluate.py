@@ -112,3 +112,23 @@ def test_scores_out_keeps_every_held_out_row_and_its_score() -> None:
     # the stored scores are the ones the report measured: its FPR recomputes from them
     fpr = float((kept["fold1/naive-bayes/score"] >= 0.5).mean())
     assert fpr == report["folds"][1]["models"]["naive-bayes"]["fpr@0.5"]
+
+
+def test_the_cli_trains_each_fold_as_the_build_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate import cli, train
+    from textgate.commands import training
+
+    seen: list[evaluate.FoldOptions] = []
+
+    def fake_by_source(table: data.Table, **kw: object) -> dict:
+        seen.append(kw["options"])  # type: ignore[arg-type]
+        return {"folds": [], "summary": {}, "options": {}}
+
+    table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
+    monkeypatch.setattr(training, "load_table", lambda _args: table)
+    monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    assert cli.main(["evaluate", "--task", "spam", "--by-source"]) == 0
+    spam = train.TASK_DEFAULTS["spam"]
+    assert (seen[0].per_group, seen[0].minutes) == (spam.per_group, spam.max_minutes)
+    assert cli.main(["evaluate", "--task", "mine", "--by-source", "--per-group", "7"]) == 0
+    assert (seen[1].per_group, seen[1].minutes) == (7, 3.0)

@@ -84,9 +84,17 @@ def _add_evaluate(sub: Subparsers) -> None:
         default="transformer,ngrams,transformer+ngrams,tfidf-lr,naive-bayes",
         help="comma-separated (transformer+ngrams is the served spam model)",
     )
-    p.add_argument("--per-group", type=int, default=300, help="transformer training rows a group")
+    p.add_argument(
+        "--per-group",
+        type=int,
+        help="transformer training rows a group (default: the task's build recipe, else 300)",
+    )
     p.add_argument("--test-per-group", type=int, default=400, help="transformer test rows a group")
-    p.add_argument("--minutes", type=float, default=3.0, help="transformer budget per fold")
+    p.add_argument(
+        "--minutes",
+        type=float,
+        help="transformer budget per fold (default: the task's build budget, else 3)",
+    )
     p.add_argument("--base", type=Path, help="checkpoint to fine-tune (default: packaged MiniLM)")
     p.add_argument("-o", "--output", type=Path, help="write the report as JSON (and .md beside)")
     p.add_argument(
@@ -99,12 +107,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from textgate import evaluate
+    from textgate.train import GENERIC, TASK_DEFAULTS
 
     table = load_table(args)
+    recipe = TASK_DEFAULTS.get(args.task, GENERIC)  # each fold trains as the build does
     options = evaluate.FoldOptions(
-        per_group=args.per_group,
+        per_group=args.per_group or recipe.per_group or 300,
         test_per_group=args.test_per_group,
-        minutes=args.minutes,
+        minutes=args.minutes or recipe.max_minutes or 3.0,
         base=args.base,
     )
     models = split_list(args.models)
