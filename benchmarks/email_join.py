@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,35 +29,11 @@ from textgate.train import ngram
 KEYS = ("f1", "roc_auc", "fpr@0.5", "fpr@review", "fpr@quarantine", "recall@review")
 
 
-def fit_fold(
-    rows: list[Counter[int]], y: np.ndarray, train_idx: np.ndarray, c: float
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """idf, coef, intercept of the lexical half fitted on ``train_idx`` (as ngram.fit)."""
-    from sklearn.linear_model import LogisticRegression
-
-    train_rows = [rows[i] for i in train_idx]
-    df = np.zeros(2 * ngrams.BUCKETS)
-    for counts in train_rows:
-        df[np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))] += 1
-    idf = np.log((1 + len(train_rows)) / (1 + df)) + 1.0
-    idf[~ngram._vocabulary(df)] = 0.0
-    clf = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")
-    clf.fit(ngram._matrix(train_rows, idf), y[train_idx].astype(int))
-    return idf, clf.coef_[0], float(clf.intercept_[0])
-
-
-def score(rows: list[Counter[int]], idf: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
-    out = np.empty(len(rows))
-    for i, counts in enumerate(rows):
-        idx, values = ngrams.weighted(counts, idf)
-        out[i] = float(np.dot(values, coef[idx])) + b
-    return out
-
-
-def familiarity(rows: list[Counter[int]], idf: np.ndarray) -> np.ndarray:
+def familiarity(texts: list[str], idf: np.ndarray) -> np.ndarray:
     """Share of each text's character n-gram occurrences inside the vocabulary."""
-    out = np.empty(len(rows))
-    for i, counts in enumerate(rows):
+    out = np.empty(len(texts))
+    for i, text in enumerate(texts):
+        counts = ngrams.grams(text)
         idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         n = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
         char = idx >= ngrams.BUCKETS
@@ -98,18 +73,18 @@ def main() -> int:
     y = evaluate.positives(table)
     groups = np.array(table.groups)
     saved = np.load(args.scores)
-    print("featurizing", len(table.texts), "texts", flush=True)
-    rows = [ngrams.grams(t) for t in table.texts]
     report: dict[str, Any] = {"folds": []}
     for k, held in enumerate(evaluate.folds(table)):
         few = saved[f"fold{k}/transformer/rows"]
         t = saved[f"fold{k}/transformer/score"]
         train_idx = np.flatnonzero(~np.isin(groups, held))
         fold: dict[str, Any] = {"held_out": list(held), "variants": {}}
+        train_texts = [table.texts[i] for i in train_idx]
+        test_texts = [table.texts[i] for i in few]
         for c in (float(v) for v in args.c.split(",")):
-            idf, coef, b = fit_fold(rows, y, train_idx, c)
-            test_rows = [rows[i] for i in few]
-            z, fam = score(test_rows, idf, coef, b), familiarity(test_rows, idf)
+            # the served fit (a fold's featurizing repeats per C: seconds, not worth a cache)
+            model, _ = ngram.fit(train_texts, y[train_idx], negative=0, recipe=ngram.Recipe(c=c))
+            z, fam = model.scores(test_texts), familiarity(test_texts, model.idf)
             fold.setdefault("familiarity", {})[f"C{c:g}"] = {
                 "ham": float(fam[~y[few]].mean()),
                 "not_ham": float(fam[y[few]].mean()),

@@ -230,13 +230,9 @@ def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
     binary = op.get("not_ham")
     if binary:
         auc = binary["roc_auc"]
-        view = (
-            "not ham vs ham"
-            if mail
-            else " vs ".join(reversed(labels))
-            if len(labels) == 2
-            else f"not {labels[0]} vs {labels[0]}"
-        )
+        negative = "ham" if mail else labels[0]
+        positive = labels[-1] if len(labels) == 2 else f"not {negative}"
+        view = f"{positive} vs {negative}"
         out.print(
             f"{view} at 0.5: F1 {binary['f1']:.4f}, precision {binary['precision']:.4f},"
             f" recall {binary['recall']:.4f}, ROC-AUC {'n/a' if auc is None else f'{auc:.4f}'}",
