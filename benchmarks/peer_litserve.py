@@ -67,7 +67,8 @@ def main() -> int:
     p.add_argument("bundle", type=Path)
     p.add_argument("--variant", default="int8")
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, help="ONNX Runtime threads per worker")
+    p.add_argument("--workers", type=int, default=1, help="LitServe inference workers")
     p.add_argument("--max-batch-size", type=int, default=16)
     p.add_argument("--batch-timeout-ms", type=float, default=10.0)
     args = p.parse_args()
@@ -78,7 +79,7 @@ def main() -> int:
         max_batch_size=args.max_batch_size,
         batch_timeout=args.batch_timeout_ms / 1000,
     )
-    server = ls.LitServer(api, accelerator="cpu", workers_per_device=1, timeout=60)
+    server = ls.LitServer(api, accelerator="cpu", workers_per_device=args.workers, timeout=60)
     server.run(host="127.0.0.1", port=args.port, generate_client_file=False, log_level="warning")
     return 0
 

@@ -72,7 +72,9 @@ class Profile:
     n: int
     step_s: float
     strategies: tuple[str, ...]
-    peers: tuple[tuple[int, float], ...]  # LitServe (max_batch_size, batch_timeout_ms)
+    # LitServe (max_batch_size, batch_timeout_ms, workers): as many single-threaded workers
+    # as cores is the peer's twin of textgate's default engine (several one-thread instances)
+    peers: tuple[tuple[int, float, int], ...]
     ladder: tuple[int, ...]  # concurrencies for batching servers
     naive_ladder: tuple[int, ...]
 
@@ -82,11 +84,11 @@ FULL = Profile(
     1000,
     6.0,
     ("bucket", "fixed", "fused"),
-    ((8, 5.0), (16, 10.0)),
+    ((8, 5.0, 1), (16, 10.0, 1), (16, 10.0, 2)),
     (4, 8, 16, 32, 64),
     (1, 2, 4),
 )
-QUICK = Profile(1, 400, 3.0, (), ((16, 10.0),), (8, 16, 32), (1, 4))
+QUICK = Profile(1, 400, 3.0, (), ((16, 10.0, 1), (16, 10.0, 2)), (8, 16, 32), (1, 4))
 
 
 # --- inputs ------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ def find_bundle(given: Path | None) -> Path:
     candidates += sorted(builds_dir().glob("spam-*/bundle"), key=lambda p: p.stat().st_mtime)[::-1]
     for c in candidates:
         if c and (c / "manifest.json").is_file():
-            return c
+            return c.resolve()  # the peers run from another directory
     sys.exit("no spam bundle: run `textgate build spam -o artifacts/spam` first (or --bundle)")
 
 
@@ -163,7 +165,7 @@ class Proc:
             self.proc.wait(timeout=15)
 
     def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-8:])
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
 
 
 @contextlib.contextmanager
@@ -216,8 +218,9 @@ def start_naive(ckpt: Path, tmp: Path, threads: int) -> tuple[Proc, str]:
 
 
 def start_peer(
-    bundle: Path, variant: str, tmp: Path, threads: int, batch: int, timeout_ms: float
+    bundle: Path, variant: str, tmp: Path, threads: int, peer: tuple[int, float, int]
 ) -> tuple[Proc, str]:
+    batch, timeout_ms, workers = peer
     port = free_port()
     cmd = [
         PY,
@@ -228,15 +231,18 @@ def start_peer(
         "--port",
         str(port),
         "--threads",
-        str(threads),
+        str(max(1, threads // workers)),
+        "--workers",
+        str(workers),
         "--max-batch-size",
         str(batch),
         "--batch-timeout-ms",
         str(timeout_ms),
     ]
-    name = f"peer b{batch} t{timeout_ms:g}ms"
+    name = f"peer b{batch} t{timeout_ms:g}ms" + (f" w{workers}" if workers > 1 else "")
     health = f"http://127.0.0.1:{port}/health"
-    return Proc(name, cmd, health, tmp / f"peer-{batch}.log"), f"http://127.0.0.1:{port}/predict"
+    log = tmp / f"peer-{batch}-{workers}.log"
+    return Proc(name, cmd, health, log), f"http://127.0.0.1:{port}/predict"
 
 
 # --- measurements --------------------------------------------------------------------------
@@ -296,6 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, help="HF checkpoint for the naive baseline")
     p.add_argument("--p95-ms", type=float, default=300.0)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    p.add_argument(
+        "--engine-threads",
+        type=int,
+        help="ONNX Runtime threads per Triton model instance (default: the config's, auto); "
+        "the instance count too (TEXTGATE_REPOSITORY__INSTANCE_GROUP__COUNT)",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/latest.json")
     p.add_argument("--plot", type=Path, help="throughput/P95 plot (PNG)")
     p.add_argument("--from-json", type=Path, help="print and plot an earlier run's JSON")
@@ -338,7 +350,9 @@ def log(msg: str) -> None:
 def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     bundle = find_bundle(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    settings = dataclasses.replace(Config.load().repository, ort_intra_op_threads=args.threads)
+    settings = Config.load().repository  # the shipped engine defaults unless told otherwise
+    if args.engine_threads is not None:
+        settings = dataclasses.replace(settings, ort_intra_op_threads=args.engine_threads)
     default = settings.strategy
     strategies = list(dict.fromkeys([default, *profile.strategies]))
     work = workload.make(args.workload, profile.n, seed=0)
@@ -371,8 +385,8 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
             procs.append(n_proc)
             http["naive"] = (n_url, n_proc.proc.pid)
         if not args.no_peer:
-            for batch, timeout_ms in profile.peers:
-                pp, p_url = start_peer(bundle, variant, tmp, args.threads, batch, timeout_ms)
+            for peer in profile.peers:
+                pp, p_url = start_peer(bundle, variant, tmp, args.threads, peer)
                 procs.append(pp)
                 http[pp.name] = (p_url, pp.proc.pid)
         for proc in procs:

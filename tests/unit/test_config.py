@@ -39,7 +39,7 @@ def test_from_dict_nested_and_env_override() -> None:
         ({"triton": {"nope": 1}}, "triton.nope"),
         ({"nope": {}}, "nope"),
         ({"repository": {"bucket_lengths": [64, 32]}}, "repository.bucket_lengths"),
-        ({"repository": {"instance_group": {"count": 0}}}, "repository.instance_group.count"),
+        ({"repository": {"instance_group": {"count": -1}}}, "repository.instance_group.count"),
         ({"repository": {"instance_group": {"kind": "tpu"}}}, "repository.instance_group.kind"),
         ({"repository": {"max_batch_size": "many"}}, "repository.max_batch_size"),
         ({"repository": {"variant": "int4"}}, "repository.variant"),
@@ -111,3 +111,20 @@ def test_config_file_with_hostile_nesting_is_a_config_error(tmp_path: Path) -> N
     bad.write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
     with pytest.raises(ConfigError):
         Config.from_file(bad)
+
+
+def test_auto_instances_run_one_single_threaded_session_per_core() -> None:
+    from textgate.config import InstanceGroupConfig, RepositoryConfig
+
+    auto = RepositoryConfig()
+    assert (auto.model_instances(2), auto.intra_op_threads(2)) == (2, 1)
+    assert (auto.model_instances(1), auto.intra_op_threads(1)) == (1, 1)
+    assert (auto.model_instances(16), auto.intra_op_threads(16)) == (4, 4)  # capped at 4
+    pinned = RepositoryConfig(instance_group=InstanceGroupConfig(count=1))
+    assert (pinned.model_instances(8), pinned.intra_op_threads(8)) == (1, 0)  # ORT's default
+    threads = RepositoryConfig(ort_intra_op_threads=3)
+    assert (threads.model_instances(2), threads.intra_op_threads(2)) == (2, 3)
+    gpu = RepositoryConfig(instance_group=InstanceGroupConfig(kind="gpu"))
+    assert (gpu.model_instances(8), gpu.intra_op_threads(8)) == (1, 0)
+    container = RepositoryConfig(target="triton-container")
+    assert (container.model_instances(8), container.intra_op_threads(8)) == (1, 0)

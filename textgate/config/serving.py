@@ -3,6 +3,7 @@ repository it serves, and the gateway's client of it."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -56,12 +57,13 @@ class DynamicBatchingConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class InstanceGroupConfig:
-    count: int = 1
+    # 0: auto (RepositoryConfig.model_instances): several single-threaded instances on CPU
+    count: int = 0
     kind: Literal["cpu", "gpu"] = "cpu"
     gpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        require(self.count >= 1, "count", "must be >= 1")
+        require(self.count >= 0, "count", "must be >= 0 (0: auto)")
         require(not (self.gpus and self.kind == "cpu"), "gpus", "only valid with kind: gpu")
 
 
@@ -79,6 +81,14 @@ class VersionPolicyConfig:
             "policy 'specific' needs at least one version",
         )
         require(all(v >= 1 for v in self.versions), "versions", "versions are integers >= 1")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 VARIANTS = ("auto", "fp32", "fp32-opt", "fp16", "int8")
@@ -101,11 +111,38 @@ class RepositoryConfig:
     variant: str = "auto"  # auto: the bundle's default_variant for the instance kind
     ort_intra_op_threads: int = 0  # 0: ONNX Runtime's default (one per core)
     ort_inter_op_threads: int = 1
+    # Idle ONNX Runtime workers busy-wait for the next op by default; beside a gateway on
+    # the same cores that burns CPU the gateway needs (docs/benchmarks.md: engine knobs).
+    ort_allow_spinning: bool = True
     accelerator: Literal["none", "cuda", "tensorrt"] = "none"  # triton-container, GPU only
     tensorrt_precision: Literal["fp32", "fp16"] = "fp16"
     tensorrt_max_workspace_bytes: int = 1 << 30
     # Also serve <task>_fp32 (this fp32 file) for the gateway's re-score; none: off
     rescore_variant: Literal["none", "fp32", "fp32-opt"] = "none"
+
+    def model_instances(self, cores: int | None = None) -> int:
+        """Instances of the model step; ``count: 0`` resolved for this machine.
+
+        On CPU, batches in parallel beat one batch spread over the cores: ONNX Runtime's
+        intra-op threads wait on each other for the small matrices of a short batch, and
+        spin while they wait. Two single-threaded instances served 1.21x the texts/s of one
+        two-threaded instance through the gateway on 2 cores (docs/benchmarks.md, engine
+        knobs). Capped at 4: each instance is a Python stub with its own session.
+        """
+        if self.instance_group.count:
+            return self.instance_group.count
+        if self.instance_group.kind == "gpu" or self.target != "embedded":
+            return 1  # unmeasured there: one instance, as Triton's own default
+        return max(1, min(cores or available_cores(), 4))
+
+    def intra_op_threads(self, cores: int | None = None) -> int:
+        """ONNX Runtime's intra-op threads per instance (0: its default, one per core)."""
+        if self.ort_intra_op_threads or self.instance_group.count:
+            return self.ort_intra_op_threads
+        if self.instance_group.kind == "gpu" or self.target != "embedded":
+            return 0
+        n = cores or available_cores()
+        return max(1, n // self.model_instances(n))
 
     @property
     def strategy(self) -> Literal["bucket", "fixed", "fused"]:

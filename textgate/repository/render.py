@@ -110,7 +110,7 @@ def onnx_platform_config(task: TaskSpec, s: RepositoryConfig) -> Any:
     _model_scheduling(c, s)
     # Parameters of Triton's onnxruntime backend (not of textgate's Python models).
     threads = {
-        "intra_op_thread_count": str(s.ort_intra_op_threads),
+        "intra_op_thread_count": str(s.intra_op_threads()),
         "inter_op_thread_count": str(s.ort_inter_op_threads),
     }
     _params(c, threads)
@@ -234,7 +234,7 @@ def _model_scheduling(c: Any, s: RepositoryConfig) -> None:
         c.dynamic_batching.preferred_batch_size.extend(db.preferred_batch_sizes)
         c.dynamic_batching.max_queue_delay_microseconds = db.max_queue_delay_microseconds
     group = c.instance_group.add()
-    group.count = s.instance_group.count
+    group.count = s.model_instances()
     group.kind = _kind(s.instance_group.kind)
     group.gpus.extend(s.instance_group.gpus)
 
@@ -276,8 +276,9 @@ def _onnx_params(task: TaskSpec, s: RepositoryConfig, onnx_file: str) -> dict[st
     return {
         "onnx_file": onnx_file,
         "num_labels": str(task.num_labels),
-        "intra_op_threads": str(s.ort_intra_op_threads),
+        "intra_op_threads": str(s.intra_op_threads()),
         "inter_op_threads": str(s.ort_inter_op_threads),
+        "allow_spinning": "1" if s.ort_allow_spinning else "0",
         "providers": ",".join(providers),
         "variant": task.variant,
     }

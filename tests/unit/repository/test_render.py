@@ -87,6 +87,7 @@ def test_batching_instances_and_version_policy_come_from_config(
         instance_group={"count": 2},
         version_policy={"policy": "specific", "versions": [1, 2]},
         ort_intra_op_threads=2,
+        ort_allow_spinning=False,
     )
     model = render(describe([fake_bundle()], s))["spam_model"]
     assert list(model.dynamic_batching.preferred_batch_size) == [8, 16]
@@ -94,6 +95,7 @@ def test_batching_instances_and_version_policy_come_from_config(
     assert model.instance_group[0].count == 2
     assert list(model.version_policy.specific.versions) == [1, 2]
     assert model.parameters["intra_op_threads"].string_value == "2"
+    assert model.parameters["allow_spinning"].string_value == "0"
     assert model.parameters["onnx_file"].string_value == "model.int8.onnx"  # default cpu
 
 

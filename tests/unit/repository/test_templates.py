@@ -84,3 +84,33 @@ def test_every_template_imports_only_what_the_triton_stub_has() -> None:
                 continue
             for module in modules:
                 assert module.split(".")[0] in allowed, f"{name} imports {module}"
+
+
+@pytest.mark.parametrize("spin", ["0", "1"])
+def test_onnx_classifier_passes_spinning_to_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spin: str
+) -> None:
+    import onnxruntime as ort
+
+    version = tmp_path / "1"
+    version.mkdir()
+    (version / "m.onnx").write_bytes(b"not read: the session is replaced")
+    digest = support.sha256_file(str(version / "m.onnx"))
+    (version / "manifest.json").write_text(json.dumps({"files": {"m.onnx": digest}}))
+    params = {"onnx_file": "m.onnx", "intra_op_threads": "2", "allow_spinning": spin}
+    config = {"parameters": {k: {"string_value": v} for k, v in params.items()}}
+    args = {"model_name": "m", "model_config": json.dumps(config),
+            "model_repository": str(tmp_path), "model_version": "1"}  # fmt: skip
+    seen: dict[str, object] = {}
+
+    class Session:
+        def __init__(self, path: str, options: ort.SessionOptions, providers: list[str]) -> None:
+            seen["intra"] = options.intra_op_num_threads
+            seen["spin"] = options.get_session_config_entry("session.intra_op.allow_spinning")
+
+        def get_inputs(self) -> list[object]:
+            return []
+
+    monkeypatch.setattr(ort, "InferenceSession", Session)
+    support.OnnxClassifier(support.Settings(args))
+    assert seen == {"intra": 2, "spin": spin}

@@ -158,6 +158,9 @@ class OnnxClassifier:
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(settings.params.get("intra_op_threads", "0"))
         options.inter_op_num_threads = int(settings.params.get("inter_op_threads", "1"))
+        spin = settings.params.get("allow_spinning", "1")
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spin)
         wanted = settings.params.get("providers", "CPUExecutionProvider").split(",")
         providers = [p for p in wanted if p in ort.get_available_providers()]
         self.session = ort.InferenceSession(
