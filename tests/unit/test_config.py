@@ -121,7 +121,9 @@ def test_auto_instances_run_one_single_threaded_session_per_core() -> None:
     assert (auto.model_instances(1), auto.intra_op_threads(1)) == (1, 1)
     assert (auto.model_instances(16), auto.intra_op_threads(16)) == (4, 4)  # capped at 4
     pinned = RepositoryConfig(instance_group=InstanceGroupConfig(count=1))
-    assert (pinned.model_instances(8), pinned.intra_op_threads(8)) == (1, 0)  # ORT's default
+    assert (pinned.model_instances(8), pinned.intra_op_threads(8)) == (1, 8)
+    three = RepositoryConfig(instance_group=InstanceGroupConfig(count=3))
+    assert (three.model_instances(8), three.intra_op_threads(8)) == (3, 2)  # cores split
     threads = RepositoryConfig(ort_intra_op_threads=3)
     assert (threads.model_instances(2), threads.intra_op_threads(2)) == (2, 3)
     gpu = RepositoryConfig(instance_group=InstanceGroupConfig(kind="gpu"))

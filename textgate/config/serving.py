@@ -136,8 +136,13 @@ class RepositoryConfig:
         return max(1, min(cores or available_cores(), 4))
 
     def intra_op_threads(self, cores: int | None = None) -> int:
-        """ONNX Runtime's intra-op threads per instance (0: its default, one per core)."""
-        if self.ort_intra_op_threads or self.instance_group.count:
+        """ONNX Runtime's intra-op threads per instance (0: its default, one per core).
+
+        With ``ort_intra_op_threads: 0`` on the embedded CPU target the cores are split
+        between the instances: two instances of two threads each on two cores were
+        measured slower than one (docs/benchmarks.md, tuning).
+        """
+        if self.ort_intra_op_threads:
             return self.ort_intra_op_threads
         if self.instance_group.kind == "gpu" or self.target != "embedded":
             return 0
