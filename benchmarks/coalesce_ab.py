@@ -76,6 +76,34 @@ async def measure(
             "cpu_cores": cpu}  # fmt: skip
 
 
+def http_target(proc: Proc, task: str, raw: dict[str, bytes] | None) -> Callable[[], Target]:
+    """A closed-loop client of ``proc``'s classify route: raw mail when ``raw`` is given."""
+    url = f"{proc.url}/{task}"  # type: ignore[attr-defined]
+    if raw:
+        return lambda: HttpMailTarget(url, raw, limit=128, name=proc.name)
+    return lambda: HttpJsonTarget(url, limit=128, name=proc.name)
+
+
+Systems = dict[str, tuple[Callable[[], Target], Watch]]
+
+
+def rotate(
+    systems: Systems, texts: Any, plan: Plan, n_rounds: int
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, float]]]:
+    """Measure every system once a round, the order rotating; (rounds, medians)."""
+    names = list(systems)
+    rounds: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for r in range(n_rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            make, watch = systems[name]
+            rounds[name].append(asyncio.run(measure(make, texts, plan, watch)))
+            print(f"# round {r + 1} {name}: {rounds[name][-1]}", file=sys.stderr, flush=True)
+    med = {
+        n: {k: statistics.median(x[k] for x in rows) for k in rows[0]} for n, rows in rounds.items()
+    }
+    return rounds, med
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bundle", type=Path, required=True)
@@ -117,30 +145,18 @@ def main() -> int:
                 sys.exit(f"{proc.name} did not start:\n{proc.tail()}")
         tpid = server.pid or 0
 
-        def http(proc: Proc) -> Callable[[], Target]:
-            url = f"{proc.url}/{task}"  # type: ignore[attr-defined]
-            if raw:
-                return lambda: HttpMailTarget(url, raw, limit=128, name=proc.name)
-            return lambda: HttpJsonTarget(url, limit=128, name=proc.name)
-
-        systems: dict[str, tuple[Callable[[], Target], Watch]] = {
+        systems: Systems = {
             "triton-fused": (lambda: TritonTarget(server.grpc_url, task), Watch({"triton": tpid})),
             "triton-bucket": (
                 lambda: TritonTarget(server.grpc_url, f"{task}_b"),
                 Watch({"triton": tpid}),
             ),
-            **{pr.name: (http(pr), Watch({pr.name: pr.proc.pid, "triton": tpid})) for pr in procs},
+            **{
+                pr.name: (http_target(pr, task, raw), Watch({pr.name: pr.proc.pid, "triton": tpid}))
+                for pr in procs
+            },
         }
-        names = list(systems)
-        rounds: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-        for r in range(args.rounds):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                make, watch = systems[name]
-                rounds[name].append(asyncio.run(measure(make, work.texts, plan, watch)))
-                print(f"# round {r + 1} {name}: {rounds[name][-1]}", file=sys.stderr, flush=True)
-    med = {
-        n: {k: statistics.median(x[k] for x in rows) for k in rows[0]} for n, rows in rounds.items()
-    }
+        rounds, med = rotate(systems, work.texts, plan, args.rounds)
     tps = {n: m["throughput"] for n, m in med.items()}
     per_cpu = {
         n: m["throughput"] / m["cpu_cores"] if m["cpu_cores"] else 0.0 for n, m in med.items()

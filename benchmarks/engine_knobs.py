@@ -17,22 +17,24 @@ processes, and each candidate's ratio to the shipped defaults; writes them as JS
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
-import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coalesce_ab import gateway, measure  # benchmarks/ is on sys.path when run as a script
+from coalesce_ab import (  # benchmarks/ is on sys.path when run as a script
+    Systems,
+    gateway,
+    http_target,
+    rotate,
+)
 from suite import started
 
 from textgate.bench import workload
 from textgate.bench.measurement import Plan, Watch
-from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target, TritonTarget
+from textgate.bench.target import TritonTarget
 from textgate.config import InstanceGroupConfig, RepositoryConfig, TritonConfig
 from textgate.repository import build
 from textgate.triton import TritonServer
@@ -66,7 +68,7 @@ def main() -> int:
         contextlib.ExitStack() as stack,
     ):
         tmp = Path(tmpdir)
-        systems: dict[str, tuple[Callable[[], Target], Watch]] = {}
+        systems: Systems = {}
         for name in chosen:
             repo = tmp / f"repo-{name}"
             build([args.bundle], repo, RepositoryConfig(**CANDIDATES[name]))
@@ -76,40 +78,23 @@ def main() -> int:
             stack.enter_context(started([gw]))
             if not gw.wait():
                 sys.exit(f"{gw.name} did not start:\n{gw.tail()}")
-            tpid, url = server.pid or 0, f"{gw.url}/{task}"  # type: ignore[attr-defined]
-            grpc = server.grpc_url
+            tpid, grpc = server.pid or 0, server.grpc_url
             systems[f"triton-{name}"] = (
                 lambda g=grpc: TritonTarget(g, task),  # type: ignore[misc]
                 Watch({"triton": tpid}),
             )
-            make: Callable[[], Target] = (
-                (lambda u=url, n=gw.name: HttpMailTarget(u, raw, limit=128, name=n))  # type: ignore[misc]
-                if raw
-                else (lambda u=url, n=gw.name: HttpJsonTarget(u, limit=128, name=n))  # type: ignore[misc]
+            systems[f"gateway-{name}"] = (
+                http_target(gw, task, raw),
+                Watch({"gateway": gw.proc.pid, "triton": tpid}),
             )
-            systems[f"gateway-{name}"] = (make, Watch({"gateway": gw.proc.pid, "triton": tpid}))
-        names = list(systems)
-        rounds: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-        for r in range(args.rounds):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                make, watch = systems[name]
-                rounds[name].append(asyncio.run(measure(make, work.texts, plan, watch)))
-                print(f"# round {r + 1} {name}: {rounds[name][-1]}", file=sys.stderr, flush=True)
-    med = {
-        n: {k: statistics.median(x[k] for x in rows) for k in rows[0]} for n, rows in rounds.items()
-    }
+        rounds, med = rotate(systems, work.texts, plan, args.rounds)
     for m in med.values():
         m["per_cpu_s"] = m["throughput"] / m["cpu_cores"] if m["cpu_cores"] else 0.0
     base = chosen[0]
     ratios = {
-        f"{front}-{name}_vs_{base}": med[f"{front}-{name}"][key] / med[f"{front}-{base}"][key]
-        for name in chosen[1:]
-        for front in ("triton", "gateway")
-        for key in ("throughput",)
-    }
-    ratios |= {
-        f"{front}-{name}_per_cpu_s_vs_{base}": med[f"{front}-{name}"]["per_cpu_s"]
-        / med[f"{front}-{base}"]["per_cpu_s"]
+        f"{front}-{name}{suffix}_vs_{base}": med[f"{front}-{name}"][key]
+        / med[f"{front}-{base}"][key]
+        for key, suffix in (("throughput", ""), ("per_cpu_s", "_per_cpu_s"))
         for name in chosen[1:]
         for front in ("triton", "gateway")
     }

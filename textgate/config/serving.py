@@ -120,6 +120,10 @@ class RepositoryConfig:
     # Also serve <task>_fp32 (this fp32 file) for the gateway's re-score; none: off
     rescore_variant: Literal["none", "fp32", "fp32-opt"] = "none"
 
+    @property
+    def _embedded_cpu(self) -> bool:
+        return self.instance_group.kind == "cpu" and self.target == "embedded"
+
     def model_instances(self, cores: int | None = None) -> int:
         """Instances of the model step; ``count: 0`` resolved for this machine.
 
@@ -131,7 +135,7 @@ class RepositoryConfig:
         """
         if self.instance_group.count:
             return self.instance_group.count
-        if self.instance_group.kind == "gpu" or self.target != "embedded":
+        if not self._embedded_cpu:
             return 1  # unmeasured there: one instance, as Triton's own default
         return max(1, min(cores or available_cores(), 4))
 
@@ -142,10 +146,8 @@ class RepositoryConfig:
         between the instances: two instances of two threads each on two cores were
         measured slower than one (docs/benchmarks.md, tuning).
         """
-        if self.ort_intra_op_threads:
+        if self.ort_intra_op_threads or not self._embedded_cpu:
             return self.ort_intra_op_threads
-        if self.instance_group.kind == "gpu" or self.target != "embedded":
-            return 0
         n = cores or available_cores()
         return max(1, n // self.model_instances(n))
 
