@@ -177,14 +177,16 @@ def _ngram_row(s: data.Splits, name: str, features: Any, c: float) -> dict[str, 
 # --- candidates --------------------------------------------------------------------------------
 
 
-def candidate(name: str, minutes: float, pretrain_minutes: float, work: Path) -> None:
+def candidate(
+    name: str, minutes: float, pretrain_minutes: float, work: Path, threads: int = THREADS
+) -> None:
     import torch
 
     from textgate import zhbase
     from textgate.train import TrainOptions, train
     from textgate.zhbase.pretrain import PretrainOptions
 
-    torch.set_num_threads(THREADS // 2)  # the two candidates run side by side
+    torch.set_num_threads(threads)
     s = splits()
     base = work / name / "base"
     ckpt = work / name / "checkpoint"
@@ -364,6 +366,7 @@ def main(argv: list[str]) -> int:
     c.add_argument("--minutes", type=float, default=12.0)
     c.add_argument("--pretrain-minutes", type=float, default=None)
     c.add_argument("--work", type=Path, default=Path.home() / ".cache" / "textgate" / "bench-zh")
+    c.add_argument("--threads", type=int, default=THREADS, help="PyTorch threads")
     sv = sub.add_parser("served")
     sv.add_argument("--bundle", type=Path, default=Path("artifacts/sentiment-zh"))
     sub.add_parser("report")
@@ -388,7 +391,7 @@ def main(argv: list[str]) -> int:
             if args.pretrain_minutes is not None
             else (12.0 if args.name == "mlm" else 0.0)
         )
-        candidate(args.name, args.minutes, pre, args.work)
+        candidate(args.name, args.minutes, pre, args.work, args.threads)
     return 0
 
 
