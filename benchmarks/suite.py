@@ -392,6 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(message/rfc822), their extracted text to every other system",
     )
     args = p.parse_args(argv)
+    # SIGTERM (timeout, kill) unwinds like Ctrl-C: the servers are stopped and resumed, not
+    # left behind stopped, holding ports and memory
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     profile = QUICK if args.quick else FULL
     t_start = time.monotonic()
     if args.from_json:  # re-render lines and plot of an earlier run
