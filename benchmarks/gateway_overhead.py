@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from textgate.config import Config, RepositoryConfig, TritonConfig
+from textgate.config import Config, TritonConfig
 from textgate.gateway.app import create_app
 from textgate.repository import build
 from textgate.triton import TritonServer, free_port
@@ -107,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.triton:
         grpc_url = args.triton
     else:
-        repo = build([args.bundle], args.work / "repo", RepositoryConfig(), overwrite=True)
+        # the shipped engine defaults, or TEXTGATE_REPOSITORY__* overrides (as suite.py)
+        settings = Config.load().repository
+        repo = build([args.bundle], args.work / "repo", settings, overwrite=True)
         cfg = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
         server = TritonServer(repo.repository, config=cfg).__enter__()
         grpc_url = server.grpc_url
