@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from suite import PY, Proc, started  # benchmarks/ is on sys.path when run as a script
+from suite_servers import PY, Proc, started  # benchmarks/ is on sys.path when run as a script
 
 from textgate.bench import workload
 from textgate.bench.measurement import Plan, Watch, step, warm_up

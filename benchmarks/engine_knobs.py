@@ -30,7 +30,7 @@ from coalesce_ab import (  # benchmarks/ is on sys.path when run as a script
     http_target,
     rotate,
 )
-from suite import started
+from suite_servers import started
 
 from textgate.bench import workload
 from textgate.bench.measurement import Plan, Watch

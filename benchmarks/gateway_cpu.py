@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from coalesce_ab import gateway  # benchmarks/ is on sys.path when run as a script
-from suite import Proc, started
+from suite_servers import Proc, started
 
 from textgate.bench import workload
 from textgate.bench.load import closed_loop
