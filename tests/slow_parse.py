@@ -14,3 +14,10 @@ def normalize_or_hang(raw: bytes, settings: NormalizeSettings) -> Normalized:
     if MARKER in raw:
         time.sleep(3600)
     return normalize_email(raw, settings)
+
+
+def exit_at_once(raw: bytes, settings: NormalizeSettings) -> Normalized:
+    """A worker whose first parse (the warm-up) ends its process: it never starts."""
+    import os
+
+    os._exit(3)

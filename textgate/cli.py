@@ -34,6 +34,7 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.Overloaded: 12,
     errors.ReleaseError: 13,
     errors.FeedbackError: 14,
+    errors.ParseWorkerError: 15,
     errors.TextgateError: 1,
 }
 

@@ -175,6 +175,10 @@ class Overloaded(TextgateError):
         self.retry_after_s = retry_after_s
 
 
+class ParseWorkerError(TextgateError):
+    """An e-mail parse worker process did not start (the gateway's parse pool)."""
+
+
 class OutboxError(TextgateError):
     """The event outbox (SQLite) cannot be opened, read or written; ``path`` names the file."""
 

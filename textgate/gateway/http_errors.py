@@ -64,6 +64,7 @@ STATUS: dict[type[BaseException], int] = {
     errors.OutboxFull: 503,  # events cannot be made durable: refuse rather than lose them
     errors.OutboxError: 503,
     errors.FeedbackError: 503,
+    errors.ParseWorkerError: 503,  # the e-mail parse pool could not start a worker
     errors.TritonUnavailable: 503,
     errors.TritonTimeout: 504,
     errors.TritonError: 502,

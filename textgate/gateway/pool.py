@@ -15,6 +15,7 @@ process has gRPC and event-loop threads that a fork would copy half-way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import pickle
 import threading
@@ -25,15 +26,32 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from textgate import normalize
-from textgate.errors import InputError
+from textgate.errors import InputError, ParseWorkerError
 from textgate.normalize import Normalized, NormalizeSettings
 
 Target = Callable[[bytes, NormalizeSettings], Normalized]
 _JOIN_S = 2.0
+# A spawned worker starts a Python and imports textgate before it can parse: ~0.3 s on a
+# quiet machine, seconds on a loaded one. It joins the idle workers only once it says so,
+# so no message's budget pays for a start (which would send it, and the worker that then
+# replaces the "stuck" one, to best effort in turn).
+_READY = b"ready"
+_START_S = 120.0
+_WARM_UP = (
+    b"From: warm-up@example.com\r\nSubject: =?utf-8?q?warm-up?=\r\nMIME-Version: 1.0\r\n"
+    b"Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n"
+    b"Content-Type: text/plain; charset=iso-8859-1\r\n\r\nwarm-up\r\n--b\r\n"
+    b"Content-Type: text/html\r\n\r\n<p>warm-up</p>\r\n--b--\r\n"
+)
 
 
 def _serve(conn: Connection, target: Target) -> None:
     """The worker loop: (raw, settings) in, ("ok", Normalized) or ("error", class, state) out."""
+    # The first parse imports what the stdlib's e-mail package loads lazily (parser
+    # policies, codecs, the HTML reader): done here, before the worker says it is ready.
+    with contextlib.suppress(Exception):
+        target(_WARM_UP, NormalizeSettings())
+    conn.send_bytes(_READY)
     while True:
         try:
             raw, settings = pickle.loads(conn.recv_bytes())
@@ -63,6 +81,23 @@ class _Worker:
         # closes of one pipe would close whatever file later reused its descriptor.
         self._lock = threading.Lock()
         self._killed = False
+        self._await_ready()
+
+    def _await_ready(self) -> None:
+        """Blocking (run in a thread): until the worker has started, or a clear error."""
+        try:
+            ready = self.conn.poll(_START_S) and self.conn.recv_bytes() == _READY
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            code = self.process.exitcode
+            self.kill()
+            raise ParseWorkerError(
+                f"an e-mail parse worker did not start within {_START_S:g} s"
+                + (f" (exit code {code})" if code is not None else ""),
+                hint="the gateway's log has the worker's error; gateway.parse_workers: 0 "
+                "parses in the request's thread instead",
+            )
 
     def ask(
         self, raw: bytes, settings: NormalizeSettings, timeout: float
@@ -106,6 +141,11 @@ class ParsePool:
         # never queue behind stuck parses.
         self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parse")
         self._spare = ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse-spare")
+
+    @property
+    def idle(self) -> int:
+        """Started workers waiting for a message (a replacement counts once it is ready)."""
+        return self._idle.qsize() if self._idle is not None else 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -160,7 +200,15 @@ class ParsePool:
         if worker in self._all:
             self._all.remove(worker)
         if self._idle is not None and not loop.is_closed():
-            fresh = self._spawn()
+            try:
+                fresh = self._spawn()  # back in the idle queue once it has started
+            except ParseWorkerError:
+                # one worker fewer; with none left, messages wait out their budget and
+                # are read best effort (parse_queue_timeout): answered, never lost
+                return
+            if loop.is_closed():
+                fresh.kill()
+                return
             loop.call_soon_threadsafe(self._idle.put_nowait, fresh)  # Queue is not thread-safe
 
     async def _fallback(self, raw: bytes, settings: NormalizeSettings, defect: str) -> Normalized:

@@ -4,15 +4,16 @@ answers (best effort), and keeps serving afterwards."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from slow_parse import MARKER, normalize_or_hang
+from slow_parse import MARKER, exit_at_once, normalize_or_hang
 
-from textgate.errors import EmptyText, PayloadTooLarge
+from textgate.errors import EmptyText, ParseWorkerError, PayloadTooLarge
 from textgate.gateway.pool import ParsePool, _Worker
 from textgate.normalize import NormalizeSettings, normalize_email
 
@@ -53,7 +54,13 @@ def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
         result = await pool.email(HANG, SETTINGS)
         assert result.notes.best_effort and result.notes.defects == ("time_budget",)
         assert result.text == "stuck free money" and pool.timeouts == 1
-        # The killed worker is replaced: the next message is parsed normally.
+        # The killed worker is replaced; once the new one has started (seconds on a loaded
+        # machine), the next message is parsed normally.
+        for _ in range(600):
+            if pool.idle:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.idle == 1
         again = await pool.email(MAIL, SETTINGS)
         assert again.text == "lunch see you at noon" and not again.notes.best_effort
 
@@ -70,6 +77,25 @@ def test_a_busy_pool_answers_within_the_budget() -> None:
         assert queued.notes.defects[0] in ("parse_queue_timeout", "time_budget")
 
     with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_joins_the_pool_only_once_it_has_started() -> None:
+    # start() returns with every worker warmed up, so the first message's budget pays
+    # for its parse, not for a Python start and textgate's imports
+    async def body(pool: ParsePool) -> None:
+        assert pool.idle == 1
+        first = await pool.email(MAIL, SETTINGS)
+        assert not first.notes.best_effort and first.text == "lunch see you at noon"
+
+    with_pool(body)
+
+
+def test_a_worker_that_cannot_start_is_a_named_error() -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with pytest.raises(ParseWorkerError, match="did not start") as err:
+        _Worker(ctx, exit_at_once)
+    assert "parse_workers: 0" in str(err.value)  # the fix is named
 
 
 def test_a_worker_killed_by_two_threads_closes_its_pipe_once() -> None:
