@@ -150,8 +150,9 @@ class ParsePool:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._idle = asyncio.Queue()
-        for _ in range(self.workers):
-            worker = await loop.run_in_executor(self._threads, self._spawn)
+        # started side by side: each waits for its own warm-up
+        spawns = (loop.run_in_executor(self._threads, self._spawn) for _ in range(self.workers))
+        for worker in await asyncio.gather(*spawns):
             self._idle.put_nowait(worker)
 
     def _spawn(self) -> _Worker:
