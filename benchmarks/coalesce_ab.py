@@ -173,14 +173,21 @@ def main() -> int:
         ratios["gateway_vs_baseline"] = tps["gateway-coalesce"] / tps["gateway-baseline"]
     result = {"workload": work.describe(), "concurrency": args.concurrency, "seconds": args.seconds,
               "rounds": rounds, "median": med, "ratios": ratios}  # fmt: skip
-    args.out.write_text(json.dumps(result, indent=2))
-    for n, m in med.items():
-        print(
-            f"{n}: {m['throughput']:.1f} texts/s, P95 {m['p95_ms']:.0f} ms, err {m['errors']:.3f}"
-        )
-    for k, v in ratios.items():
-        print(f"{k}: {v:.2f}")
+    report_ab(args.out, result)
     return 0
+
+
+def report_ab(out: Path, result: dict[str, Any]) -> None:
+    """Write an A/B run's JSON; print each system's medians and each ratio, a line each."""
+    out.write_text(json.dumps(result, indent=2))
+    for n, m in result["median"].items():
+        per_cpu = f", {m['per_cpu_s']:.1f} texts/CPU-s" if "per_cpu_s" in m else ""
+        print(
+            f"{n}: {m['throughput']:.1f} texts/s, P95 {m['p95_ms']:.0f} ms{per_cpu}, "
+            f"err {m['errors']:.3f}"
+        )
+    for k, v in result["ratios"].items():
+        print(f"{k}: {v:.2f}")
 
 
 if __name__ == "__main__":

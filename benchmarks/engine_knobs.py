@@ -28,6 +28,7 @@ from coalesce_ab import (  # benchmarks/ is on sys.path when run as a script
     Systems,
     gateway,
     http_target,
+    report_ab,
     rotate,
 )
 from suite_servers import started
@@ -101,14 +102,7 @@ def main() -> int:
     result = {"workload": work.describe(), "concurrency": args.concurrency, "seconds": args.seconds,
               "candidates": {n: {k: str(v) for k, v in CANDIDATES[n].items()} for n in chosen},
               "rounds": rounds, "median": med, "ratios": ratios}  # fmt: skip
-    args.out.write_text(json.dumps(result, indent=2))
-    for n, m in med.items():
-        print(
-            f"{n}: {m['throughput']:.1f} texts/s, P95 {m['p95_ms']:.0f} ms, "
-            f"{m['per_cpu_s']:.1f} texts/CPU-s, err {m['errors']:.3f}"
-        )
-    for k, v in ratios.items():
-        print(f"{k}: {v:.2f}")
+    report_ab(args.out, result)
     return 0
 
 
