@@ -22,7 +22,7 @@ from rich.progress import Progress
 from textgate import normalize as normalize_module
 from textgate import sources
 from textgate.errors import DataError, SourceError
-from textgate.mail import modern
+from textgate.mail import bulk, modern
 from textgate.mail.containers import MailItem, MailReport
 from textgate.mail.text import rows
 from textgate.normalize import NormalizeSettings, fingerprint
@@ -35,7 +35,14 @@ EMAIL_ARCHIVES = {
     "MANIFEST.tsv": "85b4217ab4c99ae2053d67e4313e77de138160a7164e5eb4d2e7ffcafdb0b8c5",
 }
 EMAIL_LABELS = ("ham", "spam", "phish")
-EMAIL_SOURCES = ("enron-raw", "enron-spam-pre", "trec07p", "phishing-pot", modern.SOURCE)
+EMAIL_SOURCES = (
+    "enron-raw",
+    "enron-spam-pre",
+    "trec07p",
+    "phishing-pot",
+    modern.SOURCE,
+    bulk.SOURCE,
+)
 NONCOMMERCIAL_SOURCES = {"phishing-pot": "CC BY-NC 4.0"}
 
 
@@ -96,6 +103,8 @@ def iter_email_corpus(exclude_sources: tuple[str, ...] = ()) -> Iterator[MailIte
                 yield MailItem(member.name, raw, row["label"], fine_group(row, raw))
     if modern.SOURCE not in exclude_sources:  # generated modern ham: training rows only
         yield from modern.items()
+    if bulk.SOURCE not in exclude_sources:  # generated subscribed bulk ham: training rows only
+        yield from bulk.items()
 
 
 def fine_group(row: Mapping[str, str], raw: bytes) -> str:
@@ -161,7 +170,9 @@ def _rows_with_progress(
     items: Iterator[MailItem], settings: NormalizeSettings, report: MailReport
 ) -> tuple[list[tuple[int, str, str]], dict[int, str]]:
     with Progress(transient=True, console=Console(stderr=True)) as bar:
-        task = bar.add_task("normalizing the e-mail corpus", total=18_200 + modern.COUNT)
+        task = bar.add_task(
+            "normalizing the e-mail corpus", total=18_200 + modern.COUNT + bulk.COUNT
+        )
 
         def counted() -> Iterator[MailItem]:
             for item in items:
