@@ -6,8 +6,9 @@ corpus lacks, and phishing written the way it is sent today.
 Prints P(not ham) and P(phish) of the transformer alone, of the n-gram half alone and of the
 joined model the bundle serves (temperature applied), and the action the default policy
 takes. The probes were written for this script; the "kind" column says whether
-``textgate.mail.modern`` generates mail of that kind for training (then the probe is not an
-independent test, only a check that the generated rows took), or not.
+``textgate.mail.modern`` or ``textgate.mail.bulk`` generates mail of that kind for training
+(then the probe is not an independent test, only a check that the generated rows took), or
+not.
 """
 
 from __future__ import annotations
@@ -91,6 +92,38 @@ PROBES = [
     ),
     (
         "URGENT: you have WON a cash prize of $1,000,000! Reply with your bank details to claim.",
+        "spam",
+        "unseen kind",
+    ),
+    # Subscribed bulk mail (``textgate.mail.bulk`` generates its kinds) and the bulk spam it
+    # must not let through: promotions and stock tips that nobody subscribed to.
+    (
+        "Your weekend forecast for Galway: showers on Saturday, sunny spells on Sunday, highs of "
+        "14°C. Manage your alerts in the app.",
+        "ham",
+        "generated kind",
+    ),
+    (
+        "Members' week at the garden centre: 20% off bulbs and perennials until Sunday. You are "
+        "receiving this because you joined our loyalty club. Unsubscribe.",
+        "ham",
+        "generated kind",
+    ),
+    (
+        "Hot stock alert! GRNX is about to explode, up 300% this week. Buy before Monday's "
+        "announcement!",
+        "spam",
+        "unseen kind",
+    ),
+    (
+        "Cheap Viagra, Cialis and more, no prescription needed, discreet worldwide shipping. "
+        "Order now and save 80%.",
+        "spam",
+        "unseen kind",
+    ),
+    (
+        "Replica watches from $49: Rolex, Omega, Breitling. Limited time offer, click here to "
+        "shop. To be removed from our list reply REMOVE.",
         "spam",
         "unseen kind",
     ),
