@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
 
+from textgate.mail import modern
 from textgate.mail.containers import MailItem
 
 SOURCE = "synthetic-bulk"
@@ -286,11 +287,7 @@ def _message(rng: random.Random, i: int) -> bytes:
     msg["Date"] = format_datetime(when)
     msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
     msg["List-Unsubscribe"] = f"<https://www.{domain}/unsubscribe>"
-    if rng.random() < 0.5:  # newsletters are often HTML only
-        paragraphs = "".join(f"<p>{line}</p>" for line in body.split("\n") if line)
-        msg.set_content(f"<html><body>{paragraphs}</body></html>", subtype="html")
-    else:
-        msg.set_content(body)
+    modern.set_body(msg, body, html=rng.random() < 0.5)  # newsletters are often HTML only
     return msg.as_bytes()
 
 

@@ -346,12 +346,17 @@ def _message(rng: random.Random, i: int) -> bytes:
     when = datetime(2019, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 4_000_000))
     msg["Date"] = format_datetime(when)
     msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
-    if rng.random() < 0.4:  # much modern mail is HTML only
+    set_body(msg, body, html=rng.random() < 0.4)  # much modern mail is HTML only
+    return msg.as_bytes()
+
+
+def set_body(msg: EmailMessage, body: str, *, html: bool) -> None:
+    """The body as plain text, or as HTML only: one paragraph a line."""
+    if html:
         paragraphs = "".join(f"<p>{line}</p>" for line in body.split("\n") if line)
         msg.set_content(f"<html><body>{paragraphs}</body></html>", subtype="html")
     else:
         msg.set_content(body)
-    return msg.as_bytes()
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
