@@ -42,6 +42,16 @@ RECIPES: tuple[tuple[str, Int8Recipe], ...] = (
     ("fp32-opt", Int8Recipe(name="matmul-attn-no-ffn-out", op_types=_MM_ATT, exclude=("ffn-out",))),
     ("fp32-opt", Int8Recipe(name="no-ffn", exclude=("ffn-in", "ffn-out"))),
     ("fp32-opt", Int8Recipe(name="no-ffn-out-head", exclude=("ffn-out", "head"))),
+    ("fp32-opt", Int8Recipe(name="no-ffn-head", exclude=("ffn-in", "ffn-out", "head"))),
+    (
+        "fp32-opt",
+        Int8Recipe(name="no-ffn-last-layer", exclude=("ffn-in", "ffn-out", "last-layer")),
+    ),
+    (
+        "fp32-opt",
+        Int8Recipe(name="no-ffn-asym", exclude=("ffn-in", "ffn-out"), weight_symmetric=False),
+    ),
+    ("fp32-opt", Int8Recipe(name="attention-only", op_types=("Attention",))),
     (
         "fp32-opt",
         Int8Recipe(name="no-ffn-out-first-last", exclude=("ffn-out", "first-layer", "last-layer")),
@@ -133,24 +143,9 @@ def _data(bundle: Path, ckpt: Any, rows: int) -> tuple[variants.EvalSet, list[qu
             source="generated",
         )
         return data, quantize.calibration_feeds(tok, texts.generate(256, 128, seed=1))
-    data = eval_set(ckpt, bundle)
-    if rows:
-        data = _head(data, rows)
+    data = eval_set(ckpt, bundle, rows)
     tok = inference.load_tokenizer(bundle / "tokenizer.json")
     return data, quantize.calibration_feeds(tok, ckpt.extra_texts)
-
-
-def _head(data: variants.EvalSet, rows: int) -> variants.EvalSet:
-    keep = -(-rows // inference.BATCH)
-    batches = data.batches[:keep]
-    n = sum(len(ids) for ids, _ in batches)
-    return variants.EvalSet(
-        batches=batches,
-        labels=data.labels[:n],
-        label_names=data.label_names,
-        max_length=data.max_length,
-        source=f"{data.source}, first {n} rows",
-    )
 
 
 def _row(

@@ -212,19 +212,24 @@ def _parity(ckpt: Checkpoint, out: Path, step: _Steps, n: int) -> dict[str, Any]
     return report
 
 
-def eval_set(ckpt: Checkpoint, out: Path) -> variants.EvalSet:
-    """What every variant is gated on: the test split under the bundle tokenizer in ``out``."""
+def eval_set(ckpt: Checkpoint, out: Path, rows: int = 0) -> variants.EvalSet:
+    """What every variant is gated on: the test split under the bundle tokenizer in ``out``
+    (its first ``rows`` only, when given), batched by length."""
     tok = inference.load_tokenizer(out / "tokenizer.json")
     if ckpt.has_test_split:
         chosen, labels, source = list(ckpt.test_texts), ckpt.test_labels, "test split"
     else:
         chosen, labels, source = texts.generate(MIN_PARITY_N, ckpt.max_length), (), "generated"
+    if rows and rows < len(chosen):
+        chosen, labels, source = chosen[:rows], labels[:rows], f"{source}, first {rows} rows"
+    batches, order = inference.by_length(tok, chosen)
     return variants.EvalSet(
-        batches=list(inference.encode(tok, chosen)),
+        batches=batches,
         labels=labels,
         label_names=ckpt.labels,
         max_length=ckpt.max_length,
         source=source,
+        order=order,
     )
 
 

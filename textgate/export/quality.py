@@ -25,7 +25,8 @@ WORST = 20
 def _fp32_probs(out: Path, texts: tuple[str, ...]) -> np.ndarray:
     tok = inference.load_tokenizer(out / "tokenizer.json")
     sess = inference.session(out / "model.onnx")
-    return inference.predict(sess, list(inference.encode(tok, list(texts))))
+    batches, order = inference.by_length(tok, texts)
+    return inference.in_order(inference.predict(sess, batches), order)
 
 
 def positive_score(probs: np.ndarray, labels: tuple[str, ...]) -> np.ndarray:

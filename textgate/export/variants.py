@@ -134,6 +134,8 @@ class EvalSet:
     label_names: tuple[str, ...]
     max_length: int
     source: str  # "test split" or "generated texts"
+    # row i of the batches is text order[i] (inference.by_length); None: in the texts' order
+    order: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -153,7 +155,7 @@ def evaluate(
     """One variant's row of the table and its probabilities (fp32's are the reference)."""
     try:
         sess = inference.session(path)
-        probs = inference.predict(sess, data.batches)
+        probs = inference.in_order(inference.predict(sess, data.batches), data.order)
     except Exception as exc:  # ORT raises its own types; failing to run is a finding
         return _unverified(path, exc), np.empty(0)
     ref = probs if reference is None else reference
