@@ -287,7 +287,7 @@ def _message(rng: random.Random, i: int) -> bytes:
     msg["Date"] = format_datetime(when)
     msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
     msg["List-Unsubscribe"] = f"<https://www.{domain}/unsubscribe>"
-    modern.set_body(msg, body, html=rng.random() < 0.5)  # newsletters are often HTML only
+    modern.set_body(msg, body, html=rng.random() < 0.5, rng=rng)  # newsletters are often HTML only
     return msg.as_bytes()
 
 

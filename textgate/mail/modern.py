@@ -17,6 +17,7 @@ in validation or test, so every reported number is on real mail), and
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
@@ -346,14 +347,29 @@ def _message(rng: random.Random, i: int) -> bytes:
     when = datetime(2019, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 4_000_000))
     msg["Date"] = format_datetime(when)
     msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
-    set_body(msg, body, html=rng.random() < 0.4)  # much modern mail is HTML only
+    set_body(msg, body, html=rng.random() < 0.4, rng=rng)  # much modern mail is HTML only
     return msg.as_bytes()
 
 
-def set_body(msg: EmailMessage, body: str, *, html: bool) -> None:
-    """The body as plain text, or as HTML only: one paragraph a line."""
+# Link text of generated HTML. Real HTML mail links from words ("View order", "Sign in") far
+# more often than it prints its URLs; generated ham without any <a> taught the model that an
+# anchor (whose domain the normalizer appends to the text) means phishing: a LinkedIn notice
+# scored 0.94 as HTML and 0.05 as plain text.
+_ANCHORS = ("here", "View online", "Open", "View details", "Learn more", "Sign in", "Click here")
+_URL = re.compile(r"https?://[^\s|<>\"]+")
+
+
+def set_body(msg: EmailMessage, body: str, *, html: bool, rng: random.Random | None = None) -> None:
+    """The body as plain text, or as HTML only: one paragraph a line, each URL a link whose
+    text is a call to action (drawn from ``rng``) or, a third of the time, the URL itself."""
     if html:
-        paragraphs = "".join(f"<p>{line}</p>" for line in body.split("\n") if line)
+
+        def link(match: re.Match[str]) -> str:
+            url = match.group(0)
+            words = rng.choice(_ANCHORS) if rng is not None and rng.random() < 2 / 3 else url
+            return f'<a href="{url}">{words}</a>'
+
+        paragraphs = "".join(f"<p>{_URL.sub(link, line)}</p>" for line in body.split("\n") if line)
         msg.set_content(f"<html><body>{paragraphs}</body></html>", subtype="html")
     else:
         msg.set_content(body)
