@@ -42,6 +42,7 @@ CORPUS_FOLDS: tuple[tuple[str, ...], ...] = (
 MODELS = ("transformer", "ngrams", "transformer+ngrams", "tfidf-lr", "naive-bayes")
 JOINED = "transformer+ngrams"  # scored on the transformer's rows from both halves' scores
 THRESHOLDS = {"0.5": 0.5, "review": 0.85, "quarantine": 0.95}
+WORST, WORST_CHARS = 10, 200  # errors kept per kind, fold and model, and their text's head
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,17 +57,28 @@ class FoldOptions:
     base: Path | None = None  # a checkpoint to fine-tune instead of the packaged MiniLM
 
 
-def folds(table: data.Table) -> list[tuple[str, ...]]:
-    """The held-out group sets: the corpus pairs when all exist, else one group each."""
+def folds(table: data.Table, only: Sequence[str] = ()) -> list[tuple[str, ...]]:
+    """The held-out group sets: the corpus pairs when all exist, else one group each.
+
+    ``only``: keep the folds that hold out one of these groups, so that one weak fold can be
+    rerun (and its errors read) in minutes instead of the whole run's most of an hour."""
     if not table.groups:
         raise DataError(
             "the data has no source groups to hold out",
             hint="use the packaged e-mail corpus or mail in folders (label/source/...)",
         )
     present = set(table.groups)
+    unknown = sorted(set(only) - present)
+    if unknown:
+        raise DataError(
+            f"no source group {', '.join(unknown)} in the data",
+            hint=f"groups: {', '.join(sorted(present))}",
+        )
     if all(set(pair) <= present for pair in CORPUS_FOLDS):
-        return [tuple(p) for p in CORPUS_FOLDS]
-    return [(g,) for g in sorted(present)]
+        every = [tuple(p) for p in CORPUS_FOLDS]
+    else:
+        every = [(g,) for g in sorted(present)]
+    return [f for f in every if not only or set(f) & set(only)]
 
 
 def positives(table: data.Table, negative: str = "ham") -> np.ndarray:
@@ -104,6 +116,30 @@ def by_group(table: data.Table, idx: np.ndarray, score: np.ndarray) -> dict[str,
         rep = binary_report(y[sel], score[sel])
         out[g] = {"n": int(sel.sum()), key: rep[key if key != "fpr" else "fpr@0.5"]}
     return out
+
+
+def worst(
+    table: data.Table, idx: np.ndarray, score: np.ndarray, n: int = WORST
+) -> dict[str, list[dict[str, Any]]]:
+    """The ``n`` held-out ham scored highest and positives scored lowest, for a person to
+    read: the kinds of mail a fold fails on say more than its F1 does."""
+    y = positives(table)[idx]
+    order = np.argsort(score, kind="stable")
+
+    def rows(picked: np.ndarray) -> list[dict[str, Any]]:
+        return [
+            {
+                "group": table.groups[idx[j]],
+                "score": round(float(score[j]), 4),
+                "text": table.texts[idx[j]][:WORST_CHARS],
+            }
+            for j in picked
+        ]
+
+    return {
+        "false_positive": rows(order[::-1][~y[order[::-1]]][:n]),
+        "false_negative": rows(order[y[order]][:n]),
+    }
 
 
 # --- the three models -----------------------------------------------------------------------
@@ -210,12 +246,15 @@ def by_source(
     options: FoldOptions | None = None,
     log: Callable[[str], None] | None = None,
     scores_out: dict[str, np.ndarray] | None = None,
+    only: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every fold, every model: the report ``textgate evaluate --by-source`` writes.
 
     ``scores_out``, when given, receives every scored row: ``fold<k>/<model>/rows`` (indices
     into ``table``) and ``.../score`` (P(not ham)), so that another way of joining the halves
-    can be measured on the same folds without training the transformer again."""
+    can be measured on the same folds without training the transformer again. ``only``:
+    just the folds that hold out one of these groups (``folds``); the summary then averages
+    those folds alone, and the report says so under ``only``."""
     opts = options or FoldOptions()
     say = log or (lambda _m: None)
     unknown = sorted(set(models) - set(MODELS))
@@ -224,7 +263,7 @@ def by_source(
     groups = np.array(table.groups)
     y = positives(table)
     results: list[dict[str, Any]] = []
-    for k, held in enumerate(folds(table)):
+    for k, held in enumerate(folds(table, only)):
         test_mask = np.isin(groups, held)
         train_idx, test_all = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
         if len(set(y[train_idx])) < 2:
@@ -246,12 +285,16 @@ def by_source(
                 continue
             report = binary_report(y[test_idx], score)
             report["groups"] = by_group(table, test_idx, score)
+            report["worst"] = worst(table, test_idx, score)
             report["seconds"] = round(time.monotonic() - t0, 1)
             fold["models"][name] = report
             say(f"fold {' + '.join(held)}: {name} F1 {report['f1']:.4f} ({report['seconds']}s)")
         results.append(fold)
     used = {k: str(v) if isinstance(v, Path) else v for k, v in vars(opts).items()}
-    return {"folds": results, "summary": summarize(results, models), "options": used}
+    report = {"folds": results, "summary": summarize(results, models), "options": used}
+    if only:
+        report["only"] = sorted(only)
+    return report
 
 
 def _order(models: Sequence[str]) -> list[str]:

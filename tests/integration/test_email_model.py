@@ -89,6 +89,10 @@ def test_evaluate_by_source_on_a_tiny_model(tmp_path: Path, mail_slice: Path) ->
         key = "fpr" if group.startswith("ham") else "recall"
         for model in fold["models"].values():
             assert 0.0 <= model["groups"][group][key] <= 1.0
+            # the errors a person reads come from the held-out group alone
+            kinds = model["worst"]
+            assert all(row["group"] == group for kind in kinds.values() for row in kind)
+            assert kinds["false_positive" if group.startswith("ham") else "false_negative"]
     assert "| **mean** | **tfidf-lr** |" in out.with_suffix(".md").read_text()
 
 

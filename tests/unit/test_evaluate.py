@@ -132,3 +132,59 @@ def test_the_cli_trains_each_fold_as_the_build_does(monkeypatch: pytest.MonkeyPa
     assert (seen[0].per_group, seen[0].minutes) == (spam.per_group, spam.max_minutes)
     assert cli.main(["evaluate", "--task", "mine", "--by-source", "--per-group", "7"]) == 0
     assert (seen[1].per_group, seen[1].minutes) == (7, 3.0)
+
+
+def _four_groups() -> data.Table:
+    return _table(
+        {
+            "a/ham": ("ham", _rows(HAMMY, "a")),
+            "b/ham": ("ham", _rows(HAMMY, "b")),
+            "c/spam": ("spam", _rows(SPAMMY, "c")),
+            "d/spam": ("spam", _rows(SPAMMY, "d")),
+        }
+    )
+
+
+def test_hold_out_runs_only_the_folds_holding_that_group() -> None:
+    table = _four_groups()
+    assert evaluate.folds(table, ("b/ham", "d/spam")) == [("b/ham",), ("d/spam",)]
+    report = evaluate.by_source(table, models=("naive-bayes",), only=("c/spam",))
+    assert [f["held_out"] for f in report["folds"]] == [["c/spam"]]
+    assert report["only"] == ["c/spam"]
+
+
+def test_hold_out_of_an_unknown_group_names_the_groups_there_are() -> None:
+    with pytest.raises(DataError, match="trec07p/ham-list") as err:
+        evaluate.folds(_four_groups(), ("trec07p/ham-list",))
+    assert "a/ham" in (err.value.hint or "")
+
+
+def test_worst_errors_are_the_highest_ham_and_lowest_positives() -> None:
+    table = _four_groups()
+    idx = np.array([0, 1, 2, 40, 41])  # three ham of a/ham, two spam of c/spam
+    score = np.array([0.1, 0.9, 0.5, 0.2, 0.8])
+    got = evaluate.worst(table, idx, score, n=2)
+    assert [r["score"] for r in got["false_positive"]] == [0.9, 0.5]
+    assert [r["text"] for r in got["false_positive"]] == [table.texts[1], table.texts[2]]
+    assert [(r["group"], r["score"]) for r in got["false_negative"]] == [
+        ("c/spam", 0.2),
+        ("c/spam", 0.8),
+    ]
+
+
+def test_the_cli_passes_hold_out_to_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate import cli
+    from textgate.commands import training
+
+    seen: list[object] = []
+
+    def fake_by_source(table: data.Table, **kw: object) -> dict:
+        seen.append(kw["only"])
+        return {"folds": [], "summary": {}, "options": {}}
+
+    table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
+    monkeypatch.setattr(training, "load_table", lambda _args: table)
+    monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    argv = ["evaluate", "--task", "spam", "--by-source", "--hold-out", "x/ham"]
+    assert cli.main([*argv, "--hold-out", "y/spam"]) == 0
+    assert seen == [("x/ham", "y/spam")]

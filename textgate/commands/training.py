@@ -75,6 +75,8 @@ def _add_evaluate(sub: Subparsers) -> None:
         examples=(
             "textgate evaluate --task spam --by-source -o reports/by-source.json",
             "textgate evaluate --task spam --by-source --models tfidf-lr,naive-bayes",
+            "textgate evaluate --task spam --by-source --hold-out trec07p/ham-list "
+            "--models transformer --scores reports/trec.npz",
         ),
     )
     data_options(p)
@@ -96,6 +98,13 @@ def _add_evaluate(sub: Subparsers) -> None:
         help="transformer budget per fold (default: the task's build budget, else 3)",
     )
     p.add_argument("--base", type=Path, help="checkpoint to fine-tune (default: packaged MiniLM)")
+    p.add_argument(
+        "--hold-out",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="run only the folds that hold out GROUP (repeatable; e.g. trec07p/ham-list)",
+    )
     p.add_argument("-o", "--output", type=Path, help="write the report as JSON (and .md beside)")
     p.add_argument(
         "--scores", type=Path, help="write every held-out row's score per fold and model (.npz)"
@@ -120,7 +129,12 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     models = split_list(args.models)
     scores: dict[str, Any] = {}
     report = evaluate.by_source(
-        table, models=models, options=options, log=console.print, scores_out=scores
+        table,
+        models=models,
+        options=options,
+        log=console.print,
+        scores_out=scores,
+        only=tuple(args.hold_out),
     )
     if args.scores:
         args.scores.parent.mkdir(parents=True, exist_ok=True)
