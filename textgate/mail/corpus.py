@@ -22,7 +22,7 @@ from rich.progress import Progress
 from textgate import normalize as normalize_module
 from textgate import sources
 from textgate.errors import DataError, SourceError
-from textgate.mail import bulk, lures, modern
+from textgate.mail import bulk, lists, lures, modern
 from textgate.mail.containers import MailItem, MailReport
 from textgate.mail.text import rows
 from textgate.normalize import NormalizeSettings, fingerprint
@@ -42,6 +42,7 @@ EMAIL_SOURCES = (
     "phishing-pot",
     modern.SOURCE,
     bulk.SOURCE,
+    lists.SOURCE,
     lures.SOURCE,
 )
 NONCOMMERCIAL_SOURCES = {"phishing-pot": "CC BY-NC 4.0"}
@@ -106,6 +107,8 @@ def iter_email_corpus(exclude_sources: tuple[str, ...] = ()) -> Iterator[MailIte
         yield from modern.items()
     if bulk.SOURCE not in exclude_sources:  # generated subscribed bulk ham: training rows only
         yield from bulk.items()
+    if lists.SOURCE not in exclude_sources:  # generated mailing-list ham: training rows only
+        yield from lists.items()
     if lures.SOURCE not in exclude_sources:  # generated phishing lures: training rows only
         yield from lures.items()
 
@@ -174,7 +177,8 @@ def _rows_with_progress(
 ) -> tuple[list[tuple[int, str, str]], dict[int, str]]:
     with Progress(transient=True, console=Console(stderr=True)) as bar:
         task = bar.add_task(
-            "normalizing the e-mail corpus", total=18_200 + modern.COUNT + bulk.COUNT + lures.COUNT
+            "normalizing the e-mail corpus",
+            total=18_200 + modern.COUNT + bulk.COUNT + lists.COUNT + lures.COUNT,
         )
 
         def counted() -> Iterator[MailItem]:
