@@ -22,7 +22,7 @@ from rich.progress import Progress
 from textgate import normalize as normalize_module
 from textgate import sources
 from textgate.errors import DataError, SourceError
-from textgate.mail import bulk, lists, lures, modern
+from textgate.mail import bulk, lists, lures, modern, poison
 from textgate.mail.containers import MailItem, MailReport
 from textgate.mail.text import rows
 from textgate.normalize import NormalizeSettings, fingerprint
@@ -44,6 +44,7 @@ EMAIL_SOURCES = (
     bulk.SOURCE,
     lists.SOURCE,
     lures.SOURCE,
+    poison.SOURCE,
 )
 NONCOMMERCIAL_SOURCES = {"phishing-pot": "CC BY-NC 4.0"}
 
@@ -111,6 +112,8 @@ def iter_email_corpus(exclude_sources: tuple[str, ...] = ()) -> Iterator[MailIte
         yield from lists.items()
     if lures.SOURCE not in exclude_sources:  # generated phishing lures: training rows only
         yield from lures.items()
+    if poison.SOURCE not in exclude_sources:  # generated padded spam: training rows only
+        yield from poison.items()
 
 
 def fine_group(row: Mapping[str, str], raw: bytes) -> str:
@@ -178,7 +181,7 @@ def _rows_with_progress(
     with Progress(transient=True, console=Console(stderr=True)) as bar:
         task = bar.add_task(
             "normalizing the e-mail corpus",
-            total=18_200 + modern.COUNT + bulk.COUNT + lists.COUNT + lures.COUNT,
+            total=18_200 + modern.COUNT + bulk.COUNT + lists.COUNT + lures.COUNT + poison.COUNT,
         )
 
         def counted() -> Iterator[MailItem]:
