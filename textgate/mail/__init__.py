@@ -23,8 +23,9 @@ One room per concern, in the order of the flow:
     leaks       scrub: the corpus's label leaks neutralized
     text        model_text, rows: messages normalized as the gateway serves them
     corpus      the packaged corpus: pins, manifest, fine source groups, cached rows
-    modern, bulk, lists, lures  generated training mail the corpus lacks: modern
-                transactional, subscribed and mailing-list ham, and today's phishing lures
+    modern, bulk, lists, lures, poison  generated training mail the corpus lacks: modern
+                transactional, subscribed and mailing-list ham, today's phishing lures, and
+                Bayes-poisoned spam
 """
 
 from __future__ import annotations
