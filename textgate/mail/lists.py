@@ -165,43 +165,36 @@ PROJECTS = (
 # on museum security: people arguing, reporting and organising, quoting each other.
 DISCUSSIONS = (
     (
-        "Amateur astronomy",
         "astro-talk",
         "skyclub.example.org",
         ("the Perseids", "a new refractor", "light pollution in the valley"),
     ),
     (
-        "Birding",
         "birds-north",
         "birders.example.net",
         ("a red kite over the reservoir", "the winter count", "feeders and rats"),
     ),
     (
-        "Cycling club",
         "riders",
         "velo.example.org",
         ("Sunday's route", "the new cycle lane", "tubeless tyres"),
     ),
     (
-        "Genealogy",
         "roots-l",
         "familyhistory.example.org",
         ("the 1851 census", "parish records", "a DNA match"),
     ),
     (
-        "Public transport",
         "transit-policy",
         "citymove.example.org",
         ("the fare increase", "the tram extension", "night buses"),
     ),
     (
-        "Library staff",
         "libstaff",
         "libraries.example.edu",
         ("the new catalogue", "interlibrary loans", "the opening hours"),
     ),
     (
-        "Folk music",
         "folk-discuss",
         "folkfans.example.org",
         ("the festival line-up", "an old recording", "tuning a bouzouki"),
@@ -299,10 +292,6 @@ _FOREIGN = (
 )
 
 
-def _person(rng: random.Random) -> tuple[str, str]:
-    return modern._person(rng)  # the generated ham's people: one pool of names
-
-
 def _date(rng: random.Random) -> datetime:
     return datetime(1999, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 14_000_000))
 
@@ -360,7 +349,7 @@ def _quoted(text: str) -> str:
 
 def _reply(rng: random.Random, p: Project) -> tuple[str, str]:
     subject, asked = _question(rng, p)
-    who, _ = _person(rng)
+    who, _ = modern._person(rng)
     when = format_datetime(_date(rng))
     kept = asked.split("\n\n")[1:3] if rng.random() < 0.7 else asked.split("\n\n")[1:]
     body = f"On {when}, {who} wrote:\n{_quoted(chr(10).join(kept))}\n\n{rng.choice(_ANSWERS)}"
@@ -380,7 +369,7 @@ def _patch(rng: random.Random, p: Project) -> tuple[str, str]:
             "check the return value",
         )
     )
-    name, address = _person(rng)
+    name, address = modern._person(rng)
     path = part if "/" in part else f"src/{part.split()[-1]}.c"
     line = rng.randint(40, 900)
     body = (
@@ -405,7 +394,7 @@ _WHY_PATCH = (
 
 
 def _commit(rng: random.Random, p: Project) -> tuple[str, str]:
-    name, _ = _person(rng)
+    name, _ = modern._person(rng)
     rev = f"{rng.getrandbits(40):010x}"
     part = rng.choice(p.parts)
     body = (
@@ -430,13 +419,13 @@ def _announce(rng: random.Random, p: Project) -> tuple[str, str]:
 
 
 def _discussion(rng: random.Random) -> tuple[str, str, str, str]:
-    _title, list_name, domain, topics = rng.choice(DISCUSSIONS)
+    list_name, domain, topics = rng.choice(DISCUSSIONS)
     topic = rng.choice(topics)
     said = " ".join(rng.sample(_OPINION, 2))
     body = f"About {topic}: {said}"
     subject = topic[0].upper() + topic[1:]
     if rng.random() < 0.5:
-        who, _ = _person(rng)
+        who, _ = modern._person(rng)
         body = f"{who} wrote:\n{_quoted(rng.choice(_OPINION))}\n\n{body}"
         subject = f"Re: {subject}"
     return list_name, domain, subject, body
@@ -478,7 +467,7 @@ def _message(rng: random.Random) -> bytes:
                 if not subject.startswith("Re: ")
                 else f"Re: [{list_name}] {subject[4:]}"
             )
-    name, address = _person(rng)
+    name, address = modern._person(rng)
     body += _signature(name, rng) + _footer(list_name, domain, rng)
     msg = EmailMessage()
     msg["From"] = f"{name} <{address}>"
