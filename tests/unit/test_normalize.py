@@ -432,6 +432,40 @@ def test_html_entities_blocks_and_unclosed_head() -> None:
     assert domains == ["example.com"]
 
 
+@pytest.mark.parametrize(
+    ("html", "want"),
+    [
+        # a real phish's shape: the head never closes, the body starts with <center>
+        (
+            '<html><head><meta charset="utf-8"><center><h3><a href="http://x.test/">Hot</a>'
+            "</h3></center>",
+            ["Hot"],
+        ),
+        ("<head><title>t</title>shown text<meta x></head>", ["shown", "text"]),
+        ("<head><style>p {}</style><link rel=x><title>t</title></head><p>body</p>", ["body"]),
+        # after the body has started, browsers ignore <head> and </head>: nothing hides
+        ("<p>one</p><head>two</head> three", ["one", "two", "three"]),
+        ("lead <head>in</head> out", ["lead", "in", "out"]),
+        ("<html><head></head><body>a <head>b</head> c</body>", ["a", "b", "c"]),
+        ("<head><title>an unclosed title hides the rest, as in a browser", []),
+    ],
+)
+def test_head_ends_where_a_browser_ends_it(html: str, want: list[str]) -> None:
+    text, _ = html_to_text(html)
+    assert text.split() == want
+
+
+def test_unclosed_head_mail_is_read_past_its_subject() -> None:
+    raw = (
+        b"Subject: Get ready for a new date?\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+        b'<!DOCTYPE html><html><head><meta charset="utf-8"><center><h3>'
+        b'<a href="http://shop.example/cl/1">Charming girls are waiting</a></h3></center>'
+    )
+    out = normalize_email(raw, DEFAULT)
+    assert "Charming girls are waiting" in out.text
+    assert out.notes.link_domains == ("shop.example",)
+
+
 # --- charsets and settings ----------------------------------------------------------------
 
 

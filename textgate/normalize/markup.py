@@ -5,8 +5,14 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-# Content that is never shown to a reader.
-_DROP = frozenset({"script", "style", "head", "template", "title"})
+# Elements whose text a browser never shows (script and style are CDATA, dropped apart).
+_HIDDEN = frozenset({"template", "title"})
+# What may stand in a <head>. Any other start tag, or text, ends an unclosed head: a
+# browser shows what follows, so a filter that waited for </head> or <body> would read
+# nothing of an HTML mail that never closes its head (a spammer's trick; real phish do it).
+_HEAD_CONTENT = frozenset(
+    {"base", "basefont", "bgsound", "link", "meta", "noscript", "script", "style", *_HIDDEN}
+)
 # Elements that separate words when rendered.
 _BLOCK = frozenset(
     [
@@ -68,13 +74,20 @@ class _TextParser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.domains: list[str] = []
-        self.hidden = 0  # open elements whose content is dropped
+        self.hidden = 0  # open <title>/<template> elements, whose content is dropped
+        self.in_head = False
+        self.body_started = False  # after it, <head> and </head> are ignored, as browsers do
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "body":
-            self.hidden = 0  # browsers close an unclosed <head> here
-        elif tag in _DROP and tag not in ("script", "style"):
+        if tag == "head":
+            self.in_head = not self.body_started
+        elif tag == "body":
+            self._start_body()
+            self.hidden = 0
+        elif tag in _HIDDEN:
             self.hidden += 1
+        elif self.in_head and tag not in _HEAD_CONTENT:
+            self._start_body()
         if tag in _BLOCK:
             self.out.append("\n")
         if tag == "a" and not self.hidden:
@@ -83,15 +96,27 @@ class _TextParser(HTMLParser):
                 self.domains.append(domain)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _DROP and tag not in ("script", "style") and self.hidden:
+        if tag == "head":
+            if self.in_head:
+                self._start_body()
+        elif tag in _HIDDEN and self.hidden:
             self.hidden -= 1
         if tag in _BLOCK:
             self.out.append("\n")
 
     def handle_data(self, data: str) -> None:
         # script/style are CDATA to HTMLParser: their text arrives while the tag is open.
-        if not self.hidden and self.cdata_elem is None:
+        if self.hidden or self.cdata_elem is not None:
+            return
+        if self.in_head and data.strip():
+            self._start_body()  # text in a head is shown: it starts the body
+        if not self.in_head:
             self.out.append(data)
+            self.body_started = self.body_started or bool(data.strip())
+
+    def _start_body(self) -> None:
+        self.in_head = False
+        self.body_started = True
 
     def parse_marked_section(self, i: int, report: bool = True) -> int:
         # Python 3.11's _markupbase raises AssertionError on "<![junk"; browsers treat it

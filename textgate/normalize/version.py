@@ -9,7 +9,7 @@ from textgate.normalize.settings import NormalizeSettings
 
 # Bump whenever a change here can change ``Normalized.text`` or ``pieces`` for some input:
 # bundles record it, and the gateway refuses a bundle trained under another version.
-NORMALIZER_VERSION = 3  # 3: full-width folding (fold_width)
+NORMALIZER_VERSION = 4  # 4: an unclosed <head> ends where a browser ends it
 # Settings that shape the text; the rest (size limits) only decide what is accepted.
 TEXT_SETTINGS = (
     "long_text",
