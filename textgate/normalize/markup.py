@@ -5,7 +5,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-# Elements whose text a browser never shows (script and style are CDATA, dropped apart).
+# Elements whose text a browser never shows (script and style: CDATA, see handle_data).
 _HIDDEN = frozenset({"template", "title"})
 # What may stand in a <head>. Any other start tag, or text, ends an unclosed head: a
 # browser shows what follows, so a filter that waited for </head> or <body> would read
