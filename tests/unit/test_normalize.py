@@ -414,6 +414,14 @@ def test_html_with_100k_nested_tags_completes_without_recursion() -> None:
     assert text.split() == ["deep"] and unclosed.split() == ["open"]
 
 
+@pytest.mark.timeout(15)
+def test_100k_heads_and_titles_neither_hide_the_body_nor_stall() -> None:
+    # each <head> after the first is ignored; the <title>s hide only themselves
+    html = "<head>" * 100_000 + "<title>t</title>" * 50_000 + "<p>shown" + "</head>" * 100_000
+    text, _ = html_to_text(html)
+    assert text.split() == ["shown"]
+
+
 @pytest.mark.parametrize(
     "html",
     ["<![" * 1000, "<!" * 1000, "</" * 1000, "&#" * 1000, "<a " * 1000, "<script>" + "<" * 1000],
