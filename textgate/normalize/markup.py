@@ -108,11 +108,10 @@ class _TextParser(HTMLParser):
         # script/style are CDATA to HTMLParser: their text arrives while the tag is open.
         if self.hidden or self.cdata_elem is not None:
             return
-        if self.in_head and data.strip():
-            self._start_body()  # text in a head is shown: it starts the body
+        if data.strip():
+            self._start_body()  # shown text starts the body, and ends an unclosed head
         if not self.in_head:
             self.out.append(data)
-            self.body_started = self.body_started or bool(data.strip())
 
     def _start_body(self) -> None:
         self.in_head = False
