@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
+
+from textgate.normalize.style import SHOWN, Shown, shown
 
 # Elements whose text a browser never shows (script and style: CDATA, see handle_data).
 _HIDDEN = frozenset({"template", "title"})
@@ -64,17 +67,127 @@ _BLOCK = frozenset(
 )
 
 
+# Elements that never have content or an end tag: never on the open-element stack.
+_VOID = frozenset(
+    [
+        "area",
+        "base",
+        "basefont",
+        "bgsound",
+        "br",
+        "col",
+        "embed",
+        "frame",
+        "hr",
+        "img",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)
+# A start tag of one of these closes an open <p> (HTML5 "close a p element"), and a
+# heading closes a heading: without this, <p style="font-size:0">x<p>pitch would hide
+# the pitch a browser shows.
+_CLOSES_P = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "center",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "dd",
+        "dt",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "ul",
+        "listing",
+        "plaintext",
+        "xmp",
+    ]
+)
+_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+_TABLE_PARTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+# Start tag → (elements it closes, elements that stop the search): the implied end tags
+# of HTML5's tree builder, for the elements whose content mail hides.
+_IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+_SCOPE = frozenset(
+    ["applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button"]
+)
+_IMPLIED["p"] = (frozenset({"p"}), _SCOPE)
+_IMPLIED["li"] = (frozenset({"li"}), _SCOPE | {"ol", "ul"})
+_IMPLIED["dd"] = _IMPLIED["dt"] = (frozenset({"dd", "dt"}), _SCOPE | {"dl"})
+for _cell in ("td", "th"):
+    _IMPLIED[_cell] = (frozenset({"td", "th"}), frozenset({"tr", "table", "html", "template"}))
+_IMPLIED["tr"] = (frozenset({"tr"}), frozenset({"table", "html", "template"}))
+for _section in ("tbody", "thead", "tfoot"):
+    _IMPLIED[_section] = (frozenset({"tbody", "thead", "tfoot"}), frozenset({"table", "html"}))
+_IMPLIED["option"] = (frozenset({"option"}), frozenset({"select", "datalist", "html"}))
+# Tags whose nearest open position each stack entry remembers, so that every implied-end
+# check is O(1) however deep the stack (100k nested spans must stay linear).
+_TRACKED = frozenset(
+    {tag for closes, stops in _IMPLIED.values() for tag in closes | stops} | _TABLE_PARTS
+)
+
+
+@dataclass(slots=True)
+class _Open:
+    tag: str
+    state: Shown
+    near: dict[str, int]  # tracked tag → index of its nearest open element, this one included
+
+
 class _TextParser(HTMLParser):
-    """Streaming HTML → text. ``HTMLParser`` is a regex-driven loop with no recursion and
-    no tree, so 100k nested tags cost time linear in their length and no stack. Measured
-    against selectolax (Lexbor): 8x slower on ordinary mail (80 ms per MB), but Lexbor's
-    tree took 85 s on 100k nested ``<div><b>`` where this takes 0.8 s — and it is stdlib."""
+    """Streaming HTML → the text a browser shows. ``HTMLParser`` is a regex-driven loop with
+    no recursion and no tree, so 100k nested tags cost time linear in their length.
+    Measured against selectolax (Lexbor): 8x slower on ordinary mail (80 ms per MB), but
+    Lexbor's tree took 85 s on 100k nested ``<div><b>`` where this takes 0.8 s — and it is
+    stdlib.
+
+    Hidden text (``textgate.normalize.style``) needs to know which element a piece of text
+    is in, so the parser keeps the stack of open elements, with the part of HTML5's tree
+    builder that decides where an element ends: void elements, implied end tags, an end
+    tag closing everything above its element, text in a table shown before the table
+    (foster parenting). Where it differs from a browser it errs towards showing text:
+    a filter that hides what the reader sees is the hole a spammer wants."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.domains: list[str] = []
-        self.hidden = 0  # open <title>/<template> elements, whose content is dropped
+        self.stack: list[_Open] = []
+        self.counts: dict[str, int] = {}  # open elements per tag, for O(1) stray end tags
         self.in_head = False
         self.body_started = False  # after it, <head> and </head> are ignored, as browsers do
 
@@ -83,30 +196,48 @@ class _TextParser(HTMLParser):
             self.in_head = not self.body_started
         elif tag == "body":
             self._start_body()
-            self.hidden = 0
-        elif tag in _HIDDEN:
-            self.hidden += 1
+            while self.counts.get("title") or self.counts.get("template"):
+                self._pop()  # an unclosed <title> in the head does not hide the body
         elif self.in_head and tag not in _HEAD_CONTENT:
+            self._start_body()
+        self._close_implied(tag)
+        if tag in _BLOCK:
+            self.out.append("\n")
+        state = self._context()
+        if tag not in ("html", "head", "body"):  # their style would hide the whole mail
+            values = dict(attrs)
+            state = (
+                Shown(gone=True)
+                if tag in _HIDDEN
+                else shown(state, values.get("style"), "hidden" in values)
+            )
+            if tag == "a" and state.text_shown:
+                domain = _link_domain(values.get("href"))
+                if domain:
+                    self.domains.append(domain)
+        if tag not in _VOID:
+            self._push(tag, state)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        # "<span style=display:none/>" hides what follows in a browser (the slash means
+        # nothing on a non-void element); reading it as closed errs towards showing.
+        self.handle_starttag(tag, attrs)
+        self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "head" and self.in_head:
             self._start_body()
         if tag in _BLOCK:
             self.out.append("\n")
-        if tag == "a" and not self.hidden:
-            domain = _link_domain(dict(attrs).get("href"))
-            if domain:
-                self.domains.append(domain)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "head":
-            if self.in_head:
-                self._start_body()
-        elif tag in _HIDDEN and self.hidden:
-            self.hidden -= 1
-        if tag in _BLOCK:
-            self.out.append("\n")
+        if self.counts.get(tag):
+            while self._pop() != tag:
+                pass
 
     def handle_data(self, data: str) -> None:
         # script/style are CDATA to HTMLParser: their text arrives while the tag is open.
-        if self.hidden or self.cdata_elem is not None:
+        if self.cdata_elem is not None or (not data.strip() and self.in_head):
+            return
+        if not self._text_context().text_shown:
             return
         if data.strip():
             self._start_body()  # shown text starts the body, and ends an unclosed head
@@ -116,6 +247,47 @@ class _TextParser(HTMLParser):
     def _start_body(self) -> None:
         self.in_head = False
         self.body_started = True
+
+    def _context(self) -> Shown:
+        return self.stack[-1].state if self.stack else SHOWN
+
+    def _text_context(self) -> Shown:
+        """Where text lands: text in a table outside any cell is shown before the table."""
+        if not self.stack or self.stack[-1].tag not in _TABLE_PARTS:
+            return self._context()
+        table = self.stack[-1].near.get("table", -1)
+        return self.stack[table - 1].state if table > 0 else SHOWN
+
+    def _close_implied(self, tag: str) -> None:
+        if tag in _CLOSES_P:
+            self._close_in_scope(*_IMPLIED["p"])
+        if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:
+            self._pop()
+        if tag == "table" and self.stack and self.stack[-1].tag in _TABLE_PARTS:
+            self._close_in_scope(frozenset({"table"}), frozenset({"html"}))
+        if tag in _IMPLIED and tag != "p":
+            self._close_in_scope(*_IMPLIED[tag])
+
+    def _close_in_scope(self, closes: frozenset[str], stops: frozenset[str]) -> None:
+        if not self.stack:
+            return
+        near = self.stack[-1].near
+        target = max((near.get(t, -1) for t in closes), default=-1)
+        if target >= 0 and target > max((near.get(t, -1) for t in stops), default=-1):
+            while len(self.stack) > target:
+                self._pop()
+
+    def _push(self, tag: str, state: Shown) -> None:
+        near = self.stack[-1].near if self.stack else {}
+        if tag in _TRACKED:
+            near = {**near, tag: len(self.stack)}
+        self.stack.append(_Open(tag, state, near))
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+
+    def _pop(self) -> str:
+        tag = self.stack.pop().tag
+        self.counts[tag] -= 1
+        return tag
 
     def parse_marked_section(self, i: int, report: bool = True) -> int:
         # Python 3.11's _markupbase raises AssertionError on "<![junk"; browsers treat it

@@ -9,7 +9,7 @@ from textgate.normalize.settings import NormalizeSettings
 
 # Bump whenever a change here can change ``Normalized.text`` or ``pieces`` for some input:
 # bundles record it, and the gateway refuses a bundle trained under another version.
-NORMALIZER_VERSION = 4  # 4: an unclosed <head> ends where a browser ends it
+NORMALIZER_VERSION = 5  # 5: text a browser hides (inline style, hidden) is not read
 # Settings that shape the text; the rest (size limits) only decide what is accepted.
 TEXT_SETTINGS = (
     "long_text",
