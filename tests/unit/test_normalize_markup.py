@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from textgate.normalize import NormalizeSettings, html_to_text, normalize_email
+from textgate.normalize import NormalizeSettings, html_to_text, normalize_email, read_html
 
 DEFAULT = NormalizeSettings()
 
@@ -191,3 +191,19 @@ def test_hidden_filler_mail_reads_as_its_pitch() -> None:
     out = normalize_email(raw, DEFAULT)
     assert out.text == "Entrega retida Sua encomenda está retida. Pague taxas.example"
     assert out.notes.link_domains == ("taxas.example",)
+    assert out.notes.hidden_chars == len("elesabiaqueiaperder") + len("x")  # noted, not read
+    assert out.notes.as_dict()["hidden_chars"] == out.notes.hidden_chars
+
+
+def test_hidden_text_is_counted_titles_and_scripts_are_not() -> None:
+    html = (
+        "<head><title>The title</title><style>p {}</style></head>"
+        '<script>var x</script><p style="display:none">ab c</p><template>t</template>'
+    )
+    assert read_html(html).hidden_chars == 3
+    best = normalize_email(
+        b"Subject: s\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: bogus\r\n\r\n"
+        b'<p>shown <span style="font-size:0">hid</span></p>',
+        DEFAULT,
+    )
+    assert "hid" not in best.text

@@ -29,7 +29,8 @@ One room per concern, lower layers first:
     width      fold_width: full-width ASCII forms and U+3000 as ASCII
     text       the shared ending, normalize_text, normalize_whitespace, decode_utf8
     charsets   decode_bytes: declared charset, superset, fallback chain
-    markup     html_to_text
+    style      what an inline style hides (Shown, shown)
+    markup     html_to_text, read_html (the shown text, its link domains, how much was hidden)
     sender     the From address (sender_address, sender_of)
     fallback   best_effort: raw bytes when the MIME structure is not trusted
     mime       normalize_email: guards, the MIME walk
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 from textgate.normalize.charsets import decode_bytes
 from textgate.normalize.fallback import best_effort
-from textgate.normalize.markup import html_to_text
+from textgate.normalize.markup import html_to_text, read_html
 from textgate.normalize.mime import TEXT_TYPES, normalize_email
 from textgate.normalize.pieces import split_long
 from textgate.normalize.sender import sender_address, sender_of
@@ -71,6 +72,7 @@ __all__ = [
     "normalize_email",
     "normalize_text",
     "normalize_whitespace",
+    "read_html",
     "sender_address",
     "sender_of",
     "skew",

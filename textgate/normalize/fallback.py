@@ -6,7 +6,7 @@ import base64
 import re
 
 from textgate.normalize.charsets import decode_bytes
-from textgate.normalize.markup import html_to_text
+from textgate.normalize.markup import read_html
 from textgate.normalize.sender import sender_of
 from textgate.normalize.settings import CharsetFallback, CountFn, Normalized, NormalizeSettings
 from textgate.normalize.text import finish, too_large
@@ -59,9 +59,10 @@ def best_effort(
         [] if used == "utf-8" and not replaced else [CharsetFallback("body", None, used, replaced)]
     )
     domains: list[str] = []
+    hidden = 0
     html = bool(_LOOKS_HTML.search(body))
     if html:
-        text, domains = html_to_text(text)
+        text, domains, hidden = read_html(text)
         if settings.keep_link_domains and domains:
             text = f"{text} {' '.join(dict.fromkeys(domains))}"
     subject_text = _decode_words(decode_bytes(subject[:_MAX_SUBJECT], None)[0])
@@ -72,6 +73,7 @@ def best_effort(
         "charset_fallback": tuple(fallbacks),
         "html_converted": html,
         "link_domains": tuple(dict.fromkeys(domains)),
+        "hidden_chars": hidden,
         "defects": tuple(dict.fromkeys((*defects, *(("best_effort_cut",) if cut else ())))),
         "best_effort": True,
         "sender": sender_of(decode_bytes(sender, None)[0]) if sender else None,

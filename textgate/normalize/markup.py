@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from textgate.normalize.style import SHOWN, Shown, shown
@@ -161,6 +162,11 @@ _TRACKED = frozenset(
 )
 
 
+# The state of <title> and <template> and what is in them: not content, so not counted as
+# hidden text (a distinct instance: descendants of a gone element share their parent's).
+_NOT_CONTENT = Shown(gone=True)
+
+
 @dataclass(slots=True)
 class _Open:
     tag: str
@@ -186,6 +192,7 @@ class _TextParser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.domains: list[str] = []
+        self.hidden_chars = 0  # shown-to-nobody text dropped (not titles, scripts, styles)
         self.stack: list[_Open] = []
         self.counts: dict[str, int] = {}  # open elements per tag, for O(1) stray end tags
         self.in_head = False
@@ -207,7 +214,7 @@ class _TextParser(HTMLParser):
         if tag not in ("html", "head", "body"):  # their style would hide the whole mail
             values = dict(attrs)
             state = (
-                Shown(gone=True)
+                _NOT_CONTENT
                 if tag in _HIDDEN
                 else shown(state, values.get("style"), "hidden" in values)
             )
@@ -237,7 +244,10 @@ class _TextParser(HTMLParser):
         # script/style are CDATA to HTMLParser: their text arrives while the tag is open.
         if self.cdata_elem is not None or (not data.strip() and self.in_head):
             return
-        if not self._text_context().text_shown:
+        context = self._text_context()
+        if not context.text_shown:
+            if context is not _NOT_CONTENT:
+                self.hidden_chars += len("".join(data.split()))
             return
         if data.strip():
             self._start_body()  # shown text starts the body, and ends an unclosed head
@@ -312,9 +322,21 @@ def _link_domain(href: str | None) -> str | None:
     return host.removeprefix("www.")
 
 
-def html_to_text(html: str) -> tuple[str, list[str]]:
-    """Visible text of an HTML document and the domains of its http(s) links, in order."""
+class Html(NamedTuple):
+    text: str  # what a browser shows
+    domains: list[str]  # of the shown http(s) links, in order
+    hidden_chars: int  # non-space characters of text a browser hides, not read
+
+
+def read_html(html: str) -> Html:
+    """Visible text of an HTML document, its shown links' domains and how much it hid."""
     parser = _TextParser()
     parser.feed(html)
     parser.close()
-    return "".join(parser.out), parser.domains
+    return Html("".join(parser.out), parser.domains, parser.hidden_chars)
+
+
+def html_to_text(html: str) -> tuple[str, list[str]]:
+    """Visible text of an HTML document and the domains of its http(s) links, in order."""
+    text, domains, _ = read_html(html)
+    return text, domains

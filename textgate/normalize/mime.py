@@ -20,7 +20,7 @@ from textgate.errors import (
 )
 from textgate.normalize.charsets import canonical, decode_bytes
 from textgate.normalize.fallback import best_effort
-from textgate.normalize.markup import html_to_text
+from textgate.normalize.markup import read_html
 from textgate.normalize.sender import sender_address
 from textgate.normalize.settings import CharsetFallback, CountFn, Normalized, NormalizeSettings
 from textgate.normalize.text import finish, has_surrogates, too_large
@@ -104,6 +104,7 @@ class _Extraction:
         self.parts = 0
         self.attachments = 0
         self.html = False
+        self.hidden_chars = 0
 
     def run(self, message: Message) -> str:
         # (part, depth, is a message: its Subject is text too — the top one, or forwarded)
@@ -133,6 +134,7 @@ class _Extraction:
             "attachments_skipped": self.attachments,
             "parts": self.parts,
             "link_domains": tuple(dict.fromkeys(self.domains)),
+            "hidden_chars": self.hidden_chars,
             "defects": tuple(dict.fromkeys(self.defects)),
         }
 
@@ -207,8 +209,9 @@ class _Extraction:
             self.fallbacks.append(CharsetFallback(where, declared, used, replaced))
         if part.get_content_type() == "text/html":
             self.html = True
-            text, domains = html_to_text(text)
+            text, domains, hidden = read_html(text)
             self.domains.extend(domains)
+            self.hidden_chars += hidden
             if self.settings.keep_link_domains:
                 text = f"{text} {' '.join(dict.fromkeys(domains))}" if domains else text
         return text

@@ -61,6 +61,7 @@ class NormalizeNotes:
     chunks: int = 1  # pieces to score (the gateway max-pools their scores)
     original_chars: int = 0  # normalized text before truncation or chunking
     link_domains: tuple[str, ...] = ()
+    hidden_chars: int = 0  # HTML text a browser hides (display:none, font-size:0...), not read
     controls_removed: int = 0  # NUL and other control characters dropped
     # tolerated MIME defects (stdlib class names) and, on the best-effort path, the guard
     # or error codes that sent the message there
