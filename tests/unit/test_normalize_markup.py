@@ -143,6 +143,14 @@ def test_hidden_text_is_not_read(html: str, want: list[str]) -> None:
         # text in a table outside its cells is shown before the table (foster parenting)
         ('<table style="display:none">lead<tr><td>cell</td></tr></table>after', ["lead", "after"]),
         ('<table style="display:none"><table>next</table>', ["next"]),
+        ('<table style="display:none"><div>lead</div><tr><td>cell</td></tr></table>', ["lead"]),
+        ('<table><tr style="display:none"><span>lead</span><td>cell</table>', ["lead"]),
+        # HTML inside SVG ends the SVG; an absolutely positioned box escapes a static clip
+        ('<svg style="display:none"><text>a</text><p>pitch', ["pitch"]),
+        (
+            '<div style="height:0;overflow:hidden">a<div style="position:absolute">b</div></div>',
+            ["b"],
+        ),
         # the mail's own <html>/<body> style does not blank the mail; a <p> in a cell stays
         ('<body style="display:none">all', ["all"]),
         ('<div style="display:none"><table><tr><td><p>in cell</td></tr></table>', []),

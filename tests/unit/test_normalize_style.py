@@ -38,6 +38,8 @@ def test_declarations_last_wins_lowercased_without_important() -> None:
         ("font:0/0 a", False, False),
         ("font:bold 12px Arial", False, True),
         ("font:700 Arial", False, True),  # a bare number is a weight, not a size
+        ("display:block", True, True),  # an inline display beats the hidden attribute
+        ("display:none", True, False),
     ],
 )
 def test_one_element(style: str | None, hidden_attr: bool, text_shown: bool) -> None:
@@ -53,6 +55,13 @@ def test_what_a_child_can_and_cannot_undo() -> None:
     assert shown(tiny, "font-size:13px", False).text_shown
     assert not shown(tiny, "font-size:200%", False).text_shown  # 200 % of zero
     assert shown(tiny, "font-size:1rem", False).text_shown  # the root's size is not zero
+    assert shown(tiny, "font-size:initial", False).text_shown  # medium
+    assert not shown(tiny, "font-size:inherit", False).text_shown
+    assert shown(tiny, "font-size:calc(1px + 1em)", False).text_shown  # unread: shown
+    assert shown(invisible, "visibility:initial", False).text_shown
+    clip = shown(SHOWN, "max-height:0;overflow:hidden", False)
+    assert not shown(clip, "color:red", False).text_shown
+    assert shown(clip, "position:absolute", False).text_shown  # escapes a static clip
     assert shown(tiny, "color:red", False) is tiny  # unchanged state is shared, not copied
 
 

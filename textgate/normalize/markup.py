@@ -140,6 +140,68 @@ _CLOSES_P = frozenset(
 )
 _HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 _TABLE_PARTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+# What a table keeps inside it; any other element there goes before the table.
+_IN_TABLE = _TABLE_PARTS | {
+    "caption",
+    "colgroup",
+    "col",
+    "td",
+    "th",
+    "script",
+    "style",
+    "template",
+    "form",
+    "input",
+}
+# HTML start tags that break out of SVG or MathML content (HTML5 "foreign content").
+_BREAKOUT = frozenset(
+    [
+        "b",
+        "big",
+        "blockquote",
+        "body",
+        "br",
+        "center",
+        "code",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "embed",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "hr",
+        "i",
+        "img",
+        "li",
+        "listing",
+        "menu",
+        "meta",
+        "nobr",
+        "ol",
+        "p",
+        "pre",
+        "ruby",
+        "s",
+        "small",
+        "span",
+        "strong",
+        "strike",
+        "sub",
+        "sup",
+        "table",
+        "tt",
+        "u",
+        "ul",
+        "var",
+    ]
+)
 # Start tag → (elements it closes, elements that stop the search): the implied end tags
 # of HTML5's tree builder, for the elements whose content mail hides.
 _IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
@@ -210,7 +272,7 @@ class _TextParser(HTMLParser):
         self._close_implied(tag)
         if tag in _BLOCK:
             self.out.append("\n")
-        state = self._context()
+        state = self._context() if tag in _IN_TABLE else self._text_context()
         if tag not in ("html", "head", "body"):  # their style would hide the whole mail
             values = dict(attrs)
             state = (
@@ -262,13 +324,17 @@ class _TextParser(HTMLParser):
         return self.stack[-1].state if self.stack else SHOWN
 
     def _text_context(self) -> Shown:
-        """Where text lands: text in a table outside any cell is shown before the table."""
+        """Where text (or an element not made for tables) lands: in a table outside any
+        cell, before the table."""
         if not self.stack or self.stack[-1].tag not in _TABLE_PARTS:
             return self._context()
         table = self.stack[-1].near.get("table", -1)
         return self.stack[table - 1].state if table > 0 else SHOWN
 
     def _close_implied(self, tag: str) -> None:
+        if tag in _BREAKOUT and (self.counts.get("svg") or self.counts.get("math")):
+            while self.counts.get("svg") or self.counts.get("math"):
+                self._pop()  # HTML in SVG or MathML ends them: <svg hidden><p> shows the <p>
         if tag in _CLOSES_P:
             self._close_in_scope(*_IMPLIED["p"])
         if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:

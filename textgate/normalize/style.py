@@ -5,8 +5,10 @@ Only inline declarations: rules in ``<style>`` sheets need a CSS engine and sele
 matching (see Known limits in docs/email-model.md). Each property resolves as CSS
 inherits it, so a child can undo what can be undone:
 
-- ``display:none``, ``opacity:0``, the ``hidden`` attribute and a zero-height box with
-  ``overflow:hidden`` hide the element and everything in it; no descendant can show it.
+- ``display:none``, ``opacity:0`` and the ``hidden`` attribute (unless an inline
+  ``display`` overrides it) hide the element and everything in it; no descendant can show
+  it. A zero-height box with ``overflow:hidden`` hides what is in it, except a descendant
+  with ``position:absolute``/``fixed``, which escapes the clip.
 - ``visibility:hidden`` is inherited, and a descendant's ``visibility:visible`` shows it.
 - ``font-size:0`` is inherited; a descendant's non-zero absolute size (``13px``, ``small``)
   shows it again, a relative one (``150%``, ``2em``) is still zero. Layout mail sets
@@ -35,10 +37,11 @@ class Shown:
     gone: bool = False  # display:none or alike, on it or an ancestor
     visible: bool = True  # the computed ``visibility``
     zero_font: bool = False  # the computed font size is (nearly) zero
+    clipped: bool = False  # inside a zero-height overflow:hidden box
 
     @property
     def text_shown(self) -> bool:
-        return not self.gone and self.visible and not self.zero_font
+        return not self.gone and self.visible and not self.zero_font and not self.clipped
 
 
 SHOWN = Shown()
@@ -74,11 +77,13 @@ def _zero_length(value: str) -> bool:
 
 def _font_size(value: str, parent_zero: bool) -> bool:
     """Whether a ``font-size`` value leaves the text (nearly) zero-sized."""
-    if value in _KEYWORDS:
-        return False
+    if value in _KEYWORDS or value in ("initial", "revert", "revert-layer"):
+        return False  # initial is medium
     parsed = _length(value)
     if parsed is None:
-        return parent_zero  # inherit, larger, smaller, calc(): take the parent's
+        # inherit, unset, larger, smaller scale the parent's size; calc(), var() and
+        # anything unread: shown, since a filter that hides what the reader sees is worse
+        return parent_zero and value in ("inherit", "unset", "larger", "smaller")
     number, unit = parsed
     if number <= 0:
         return True
@@ -100,39 +105,47 @@ def _size_of_font(shorthand: str) -> str:
     return ""
 
 
-def _gone(decl: dict[str, str]) -> bool:
-    if decl.get("display") == "none":
+def _gone(decl: dict[str, str], hidden_attr: bool) -> bool:
+    display = decl.get("display")
+    # ``hidden`` is display:none from the browser's own sheet: an inline display wins
+    if display == "none" or (hidden_attr and display is None):
         return True
     opacity = _length(decl.get("opacity", "1"))
-    if opacity is not None and opacity[0] == 0:
-        return True
+    return opacity is not None and opacity[0] == 0
+
+
+def _clips(decl: dict[str, str]) -> bool:
+    """A zero-height box that clips what overflows it (the preheader pattern)."""
     clipped = decl.get("overflow") == "hidden" or decl.get("overflow-y") == "hidden"
-    flat = any(_zero_length(decl.get(key, "")) for key in ("height", "max-height"))
-    return clipped and flat
+    return clipped and any(_zero_length(decl.get(key, "")) for key in ("height", "max-height"))
+
+
+def _visible(value: str | None, parent: bool) -> bool:
+    if value in ("hidden", "collapse"):
+        return False
+    if value in ("visible", "initial", "revert", "revert-layer"):
+        return True
+    return parent  # inherit, unset, nothing, or not a value
 
 
 def shown(parent: Shown, style: str | None, hidden_attr: bool) -> Shown:
     """The state of an element whose parent is in ``parent``."""
     if parent.gone:
         return parent
-    if hidden_attr:
+    decl = declarations(style) if style else {}
+    if _gone(decl, hidden_attr):
         return Shown(gone=True)
-    if not style:
+    if not decl:
         return parent
-    decl = declarations(style)
-    if _gone(decl):
-        return Shown(gone=True)
-    visible = parent.visible
-    visibility = decl.get("visibility")
-    if visibility in ("hidden", "collapse"):
-        visible = False
-    elif visibility == "visible":
-        visible = True
+    # An absolutely positioned box escapes the clip of a static ancestor; a positioned
+    # clipper would still clip it, but the reader errs towards showing.
+    escapes = decl.get("position") in ("absolute", "fixed")
+    clipped = _clips(decl) or (parent.clipped and not escapes)
+    visible = _visible(decl.get("visibility"), parent.visible)
     zero_font = parent.zero_font
-    size = _size_of_font(decl.get("font", ""))
-    size = decl.get("font-size", size)
+    size = decl.get("font-size", _size_of_font(decl.get("font", "")))
     if size:
         zero_font = _font_size(size, parent.zero_font)
-    if visible == parent.visible and zero_font == parent.zero_font:
+    if (visible, zero_font, clipped) == (parent.visible, parent.zero_font, parent.clipped):
         return parent
-    return Shown(visible=visible, zero_font=zero_font)
+    return Shown(visible=visible, zero_font=zero_font, clipped=clipped)
