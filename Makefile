@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set themselves up.
-.PHONY: demo demo-sentiment test lint bootstrap build-spam build-sentiment
+.PHONY: demo demo-sentiment test lint bootstrap bootstrap-runtime build-spam build-sentiment
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,11 +8,15 @@ ARTIFACTS ?= artifacts
 bootstrap:
 	@bash scripts/bootstrap.sh
 
-demo: bootstrap
+# building and serving need no test servers (browser, Prometheus, spamc, ...): skip their apt
+bootstrap-runtime:
+	@bash scripts/bootstrap.sh --runtime
+
+demo: bootstrap-runtime
 	ARTIFACTS=$(ARTIFACTS) bash scripts/demo.sh
 
 # spam plus English and Chinese sentiment (longer: two more trainings); `demo` stays spam only.
-demo-sentiment: bootstrap
+demo-sentiment: bootstrap-runtime
 	ARTIFACTS=$(ARTIFACTS) bash scripts/demo_sentiment.sh
 
 test: bootstrap lint
@@ -24,10 +28,10 @@ lint:
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-build-spam: bootstrap
+build-spam: bootstrap-runtime
 	$(BIN)/textgate build spam -o $(ARTIFACTS)/spam
 
-build-sentiment: bootstrap
+build-sentiment: bootstrap-runtime
 	$(BIN)/textgate build sentiment -o $(ARTIFACTS)/sentiment
 
 # Benchmarks (benchmarks/suite.py): ratios within one run, written to benchmarks/results/latest.json.

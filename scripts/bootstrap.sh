@@ -9,9 +9,19 @@ cd "$(dirname "$0")/.."
 PY=/usr/bin/python3.11
 VENV=.venv
 STAMP="$VENV/.textgate-stamp"
-# Debian packages later issues need go here, installed only when missing.
-DEB_PACKAGES=(python3.11 python3.11-venv libpython3.11-testsuite prometheus spamc miltertest
-    spamassassin chromium chromium-driver)
+# Debian packages, installed only when missing. `--runtime` (make demo, make build-*) takes only
+# what building and serving need; the rest are the real parts the test suite starts (a browser,
+# Prometheus, spamc, miltertest, CPython's e-mail corpus): about a minute of apt on a new machine
+# that the demo's first verdict need not wait for.
+RUNTIME_PACKAGES=(python3.11 python3.11-venv libpython3.11)
+TEST_PACKAGES=(libpython3.11-testsuite prometheus spamc miltertest spamassassin chromium
+    chromium-driver)
+DEB_PACKAGES=("${RUNTIME_PACKAGES[@]}")
+case "${1:-}" in
+    --runtime) ;;
+    "") DEB_PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+    *) echo "usage: scripts/bootstrap.sh [--runtime]" >&2; exit 2 ;;
+esac
 
 need_apt=()
 for pkg in "${DEB_PACKAGES[@]}"; do

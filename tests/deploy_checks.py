@@ -27,7 +27,7 @@ def tool(name: str, hint: str) -> str:
 
 
 def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    exe = tool("promtool", "apt-get install prometheus (scripts/bootstrap.sh DEB_PACKAGES)")
+    exe = tool("promtool", "apt-get install prometheus (scripts/bootstrap.sh TEST_PACKAGES)")
     return subprocess.run(
         [exe, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
     )

@@ -104,7 +104,7 @@ def run_miltertest(
     port: int, raw: bytes, work: Path, *, user: str = "", abort: bool = False
 ) -> list[str]:
     tool = shutil.which("miltertest")
-    assert tool, "miltertest is not installed: scripts/bootstrap.sh installs it (DEB_PACKAGES)"
+    assert tool, "miltertest is not installed: scripts/bootstrap.sh installs it (TEST_PACKAGES)"
     path = work / "test.lua"
     path.write_text(script(port, raw, work, user=user, abort=abort), encoding="utf-8")
     out = subprocess.run(

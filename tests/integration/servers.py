@@ -31,7 +31,7 @@ from textgate.triton import TritonServer, free_port
 def debian_tool(name: str) -> str:
     """A binary from a Debian package that scripts/bootstrap.sh installs (no skip: CI has it)."""
     path = shutil.which(name)
-    assert path, f"{name} is not installed: scripts/bootstrap.sh installs it (DEB_PACKAGES)"
+    assert path, f"{name} is not installed: scripts/bootstrap.sh installs it (TEST_PACKAGES)"
     return path
 
 
