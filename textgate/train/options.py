@@ -51,8 +51,8 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
     # The e-mail model: 17 source groups (12 real; the generated modern, bulk and list ham,
     # lures and poisoned spam) capped at 400 training rows each (6,700 rows), so no one
     # mailbox's style defines "ham" and one epoch fits the demo's budget: 290 s for 6,700 rows
-    # on a quiet box, 476 s for 6,000 on a busy one; the rate decays by the clock, so a budget
-    # that ends the epoch early still ends it annealed.
+    # on a quiet box, 476 s for 6,000 on a busy one. The rate decays by the steps only: a
+    # budget that ends the epoch early (a slow box) stops it with the rate not yet at zero.
     "spam": TaskDefaults(
         epochs=1,
         lr=1e-4,
