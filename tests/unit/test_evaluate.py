@@ -188,3 +188,25 @@ def test_the_cli_passes_hold_out_to_the_run(monkeypatch: pytest.MonkeyPatch) -> 
     argv = ["evaluate", "--task", "spam", "--by-source", "--hold-out", "x/ham"]
     assert cli.main([*argv, "--hold-out", "y/spam"]) == 0
     assert seen == [("x/ham", "y/spam")]
+
+
+@pytest.mark.parametrize(("extra", "want"), [([], 42), (["--seed", "7"], 7)])
+def test_the_cli_passes_the_seed_to_every_fold(
+    monkeypatch: pytest.MonkeyPatch, extra: list[str], want: int
+) -> None:
+    from textgate import cli
+    from textgate.commands import training
+
+    seen: list[int] = []
+
+    def fake_by_source(table: data.Table, **kw: object) -> dict:
+        options = kw["options"]
+        assert isinstance(options, evaluate.FoldOptions)
+        seen.append(options.seed)
+        return {"folds": [], "summary": {}, "options": {}}
+
+    table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
+    monkeypatch.setattr(training, "load_table", lambda _args: table)
+    monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    assert cli.main(["evaluate", "--task", "spam", "--by-source", *extra]) == 0
+    assert seen == [want]

@@ -99,6 +99,12 @@ def _add_evaluate(sub: Subparsers) -> None:
     )
     p.add_argument("--base", type=Path, help="checkpoint to fine-tune (default: packaged MiniLM)")
     p.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="the transformer's seed in every fold (rerun with others to see retraining spread)",
+    )
+    p.add_argument(
         "--hold-out",
         action="append",
         default=[],
@@ -124,6 +130,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         per_group=args.per_group or recipe.per_group or 300,
         test_per_group=args.test_per_group,
         minutes=args.minutes or recipe.max_minutes or 3.0,
+        seed=args.seed,
         base=args.base,
     )
     models = split_list(args.models)
