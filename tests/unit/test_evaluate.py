@@ -172,22 +172,29 @@ def test_worst_errors_are_the_highest_ham_and_lowest_positives() -> None:
     ]
 
 
-def test_the_cli_passes_hold_out_to_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from textgate import cli
+def _captured_runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """Stub the CLI's data and the evaluation; return the keyword arguments of each run."""
     from textgate.commands import training
 
-    seen: list[object] = []
+    runs: list[dict[str, object]] = []
 
     def fake_by_source(table: data.Table, **kw: object) -> dict:
-        seen.append(kw["only"])
+        runs.append(kw)
         return {"folds": [], "summary": {}, "options": {}}
 
     table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
     monkeypatch.setattr(training, "load_table", lambda _args: table)
     monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    return runs
+
+
+def test_the_cli_passes_hold_out_to_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate import cli
+
+    runs = _captured_runs(monkeypatch)
     argv = ["evaluate", "--task", "spam", "--by-source", "--hold-out", "x/ham"]
     assert cli.main([*argv, "--hold-out", "y/spam"]) == 0
-    assert seen == [("x/ham", "y/spam")]
+    assert [run["only"] for run in runs] == [("x/ham", "y/spam")]
 
 
 @pytest.mark.parametrize(("extra", "want"), [([], 42), (["--seed", "7"], 7)])
@@ -195,18 +202,9 @@ def test_the_cli_passes_the_seed_to_every_fold(
     monkeypatch: pytest.MonkeyPatch, extra: list[str], want: int
 ) -> None:
     from textgate import cli
-    from textgate.commands import training
 
-    seen: list[int] = []
-
-    def fake_by_source(table: data.Table, **kw: object) -> dict:
-        options = kw["options"]
-        assert isinstance(options, evaluate.FoldOptions)
-        seen.append(options.seed)
-        return {"folds": [], "summary": {}, "options": {}}
-
-    table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
-    monkeypatch.setattr(training, "load_table", lambda _args: table)
-    monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    runs = _captured_runs(monkeypatch)
     assert cli.main(["evaluate", "--task", "spam", "--by-source", *extra]) == 0
-    assert seen == [want]
+    options = [run["options"] for run in runs]
+    assert all(isinstance(o, evaluate.FoldOptions) for o in options)
+    assert [o.seed for o in options if isinstance(o, evaluate.FoldOptions)] == [want]
