@@ -1,12 +1,17 @@
 """Uniform weight averages of a fine-tune's epochs, against its best single epoch.
 
     python benchmarks/epoch_average.py [--task sentiment] [--dir DIR] [--out FILE]
+    python benchmarks/epoch_average.py --lr 3e-5 --epochs 5 --dir DIR2   # another run
+    python benchmarks/epoch_average.py --soup DIR DIR2 ...   # the runs' best epochs, averaged
 
 Averaging the weights of late checkpoints (stochastic weight averaging, "model soups")
 often gains a point of accuracy at no serving cost. The script trains the task's default
 recipe once, keeping each epoch's weights (a hook on the loop's per-epoch validation, so
 the run is the build's own), then scores every single epoch and the averages of the last
 2, 3 and 4 epochs on validation and test. A winner would be chosen on validation only.
+``--soup`` averages the best epochs of several runs (a "uniform soup" of fine-tunes: with
+one seed every run starts from the same weights, the new head included, and runs with
+another rate or length may still share a basin).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from textgate.train.base import encode, load_tokenizer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_training(task: str, work: Path) -> Path:
+def run_training(task: str, work: Path, **options: Any) -> Path:
     """Train the task's default recipe into ``work / ckpt``, saving each epoch's weights."""
     import torch
 
@@ -40,7 +45,7 @@ def run_training(task: str, work: Path) -> Path:
 
     loop._validate = keep
     try:
-        opts = train.TrainOptions(force=True)
+        opts = train.TrainOptions(**options, force=True)
         train.train(data.load_task(task), None, work / "ckpt", task=task, options=opts, log=print)
     finally:
         loop._validate = validate
@@ -63,6 +68,29 @@ def average(states: list[dict[str, Any]]) -> dict[str, Any]:
 
 def score_all(work: Path, ckpt: Path) -> dict[str, dict[str, float]]:
     import torch
+
+    paths = sorted(work.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+    states = [torch.load(p) for p in paths]
+    candidates = {f"epoch {i}": [s] for i, s in enumerate(states, 1)}
+    for k in range(2, len(states) + 1):
+        candidates[f"mean of the last {k}"] = states[-k:]
+    return score(ckpt, candidates)
+
+
+def soup(runs: list[Path]) -> dict[str, dict[str, float]]:
+    """Each run's best epoch (by validation, as the build keeps it) and their mean."""
+    import torch
+
+    best = []
+    for run in runs:
+        info = json.loads((run / "ckpt" / "textgate.json").read_text())
+        best.append(torch.load(run / f"epoch{info['best_epoch']}.pt"))
+    candidates = {f"best epoch of {run.name}": [s] for run, s in zip(runs, best, strict=True)}
+    candidates[f"mean of the {len(best)} best epochs"] = best
+    return score(runs[0] / "ckpt", candidates)
+
+
+def score(ckpt: Path, candidates: dict[str, list[Any]]) -> dict[str, dict[str, float]]:
     from transformers import AutoModelForSequenceClassification
 
     info = json.loads((ckpt / "textgate.json").read_text())
@@ -70,11 +98,6 @@ def score_all(work: Path, ckpt: Path) -> dict[str, dict[str, float]]:
     model = AutoModelForSequenceClassification.from_pretrained(ckpt)
     labels = info["labels"]
     splits = {n: _rows(ckpt, tok, labels, n, info["max_length"]) for n in ("validation", "test")}
-    paths = sorted(work.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
-    states = [torch.load(p) for p in paths]
-    candidates = {f"epoch {i}": [s] for i, s in enumerate(states, 1)}
-    for k in range(2, len(states) + 1):
-        candidates[f"mean of the last {k}"] = states[-k:]
     out = {}
     for name, group in candidates.items():
         model.load_state_dict(average(group))
@@ -90,11 +113,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", default="sentiment")
     ap.add_argument("--dir", type=Path, default=ROOT / "artifacts" / "epoch-average")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--lr", type=float, help="default: the task's")
+    ap.add_argument("--epochs", type=int, help="default: the task's")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--soup", type=Path, nargs="+", help="run directories to average")
     args = ap.parse_args()
+    if args.soup:
+        result = {"task": args.task, "soup": soup(args.soup)}
+        out = args.out or ROOT / "benchmarks" / "results" / f"soup_{args.task}.json"
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
-    ckpt = run_training(args.task, args.dir)
-    result = {"task": args.task, "accuracy": score_all(args.dir, ckpt)}
+    options = {"seed": args.seed, "lr": args.lr, "epochs": args.epochs, "patience": 5}
+    ckpt = run_training(args.task, args.dir, **options)
+    result = {"task": args.task, **options, "accuracy": score_all(args.dir, ckpt)}
     out = args.out or ROOT / "benchmarks" / "results" / f"epoch_average_{args.task}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
