@@ -46,9 +46,9 @@ def test_the_embedding_is_the_chinese_vocabulary_with_known_tokens_copied(
 
     body, out = transplanted
     english = AutoTokenizer.from_pretrained(str(body)).get_vocab()
-    known = BertModel.from_pretrained(str(body)).embeddings.word_embeddings.weight
+    known = BertModel.from_pretrained(str(body)).embeddings.word_embeddings.weight.detach()
     tok = AutoTokenizer.from_pretrained(str(out))
-    rows = BertModel.from_pretrained(str(out)).embeddings.word_embeddings.weight
+    rows = BertModel.from_pretrained(str(out)).embeddings.word_embeddings.weight.detach()
     assert rows.shape == (len(tok), known.shape[1])
     ids = tok("这个手机的质量很差，非常失望")["input_ids"]
     assert tok.unk_token_id not in ids  # every character is a token of its own
