@@ -201,7 +201,9 @@ def tiny_bundle(
     return make
 
 
-def bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -> Path:
+def bert_checkpoint(
+    out: Path, *, task: str, labels: Sequence[str], seed: int, tail_tokens: int = 0
+) -> Path:
     """A 2-layer, 32-wide BERT with the packaged MiniLM tokenizer, in ``out``."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -221,9 +223,15 @@ def bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -
     transformers.BertForSequenceClassification(config).save_pretrained(out)
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         shutil.copyfile(tok_dir / name, out / name)
-    meta = {"task": task, "labels": list(labels), "max_length": 64}
-    (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
+    _meta(out, task, labels, tail_tokens)
     return out
+
+
+def _meta(out: Path, task: str, labels: Sequence[str], tail_tokens: int) -> None:
+    meta: dict[str, Any] = {"task": task, "labels": list(labels), "max_length": 64}
+    if tail_tokens:  # textgate.window: read the head and this many last tokens
+        meta["tail_tokens"] = tail_tokens
+    (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
 
 
 # --- a Chinese-capable tiny model (issue 15: serving the Chinese sentiment model) ----------
@@ -261,7 +269,9 @@ def zh_tokenizer(out: Path, chars: str = ZH_CHARS) -> Any:
     return fast
 
 
-def zh_bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int) -> Path:
+def zh_bert_checkpoint(
+    out: Path, *, task: str, labels: Sequence[str], seed: int, tail_tokens: int = 0
+) -> Path:
     """A 2-layer, 32-wide BERT over ``zh_tokenizer``'s few characters, in ``out``."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -279,6 +289,5 @@ def zh_bert_checkpoint(out: Path, *, task: str, labels: Sequence[str], seed: int
         label2id={name: i for i, name in enumerate(labels)},
     )
     transformers.BertForSequenceClassification(config).save_pretrained(out)
-    meta = {"task": task, "labels": list(labels), "max_length": 64}
-    (out / "textgate.json").write_text(json.dumps(meta), encoding="utf-8")
+    _meta(out, task, labels, tail_tokens)
     return out

@@ -278,3 +278,32 @@ def test_cli_export_replaces_a_bundle_only_with_force(
     assert "--force" in capsys.readouterr().err
     assert cli.main([*argv, "--force"]) == 0
     bundle.verify(out)
+
+
+def test_a_head_and_tail_checkpoint_exports_with_parity_on_its_window(tmp_path: Path) -> None:
+    """textgate.window through the whole export: the tokenizer.json leaves the cut to the
+    window, parity compares PyTorch and ONNX on the same head + tail ids, and the bundle's
+    tokenizer alone reads a long text's last words."""
+    from fixtures_models import bert_checkpoint
+    from transformers import AutoTokenizer
+
+    from textgate import window
+    from textgate.export import inference
+
+    ckpt = bert_checkpoint(
+        tmp_path / "ckpt", task="sentiment", labels=("negative", "positive"), seed=5, tail_tokens=16
+    )
+    out = tmp_path / "bundle"
+    export_bundle(ckpt, out, variants=())
+    manifest = _manifest(out)
+    assert manifest["tokenizer"]["tail"] == 16
+    assert Tokenizer.from_file(str(out / "tokenizer.json")).truncation is None
+    report = json.loads((out / "reports" / "parity.json").read_text())
+    assert report["passed"] and report["lengths"]["truncated"] > 0
+    assert report["lengths"]["max"] == 64 and report["tokenizer"]["mismatches"] == []
+    text = "the plot starts slowly and " * 30 + "overall i would never buy this again"
+    tok = inference.load_tokenizer(out / "tokenizer.json", 64, 16)
+    ((ids, mask),) = inference.encode(tok, [text])
+    hf = AutoTokenizer.from_pretrained(str(ckpt))
+    assert ids.tolist() == [window.hf_ids(hf, [text], 64, 16)[0]] and mask.all()
+    assert "never buy this again" in hf.decode(ids[0])

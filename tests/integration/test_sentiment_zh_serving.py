@@ -1,5 +1,6 @@
 """The Chinese sentiment model through real Triton (issue 15 §4): seed 001's re-score band
-0.45-0.55 with a tenant's own band, and the ``unk_ratio`` note for an unseen script.
+0.45-0.55 with a tenant's own band, the ``unk_ratio`` note for an unseen script, and the
+head + tail window of a long review.
 
 The tiny model is a random 2-layer BERT over a char-level WordPiece vocabulary of a few
 Chinese characters; served as int8 (a copy of fp32, so scores are equal) plus
@@ -35,7 +36,9 @@ def zh_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from textgate.export import export_bundle
 
     root = tmp_path_factory.mktemp("zh")
-    ckpt = zh_bert_checkpoint(root / "ckpt", task=TASK, labels=("negative", "positive"), seed=3)
+    labels = ("negative", "positive")
+    # sentiment-zh's window: the head and the last tokens of a long review (textgate.window)
+    ckpt = zh_bert_checkpoint(root / "ckpt", task=TASK, labels=labels, seed=3, tail_tokens=16)
     export_bundle(ckpt, root / "bundle", variants=())
     two = two_variant_bundle(root / "bundle", root / "two")
     settings = RepositoryConfig(max_batch_size=16, rescore_variant="fp32")
@@ -101,3 +104,20 @@ def test_unseen_script_gets_the_unk_note(http: httpx.Client, text: str) -> None:
 def test_mixed_text_reports_the_share(http: httpx.Client) -> None:
     item = _classify(http, "这家菜 great")  # 3 known characters, 1 unknown word
     assert item["unk_ratio"] == 0.25 and len(item["notes"]) == 1
+
+
+# 100 characters, 102 ids with [CLS]/[SEP]: the window of 64 keeps [CLS] + the first 47 and
+# the last 15 + [SEP]; characters 48-85 are never read.
+HEAD, MIDDLE, TAIL = (
+    "这家餐厅的菜非常好吃服务也很周到" * 4,
+    "太差了难失望不推荐喜欢满意" * 2,
+    "服务也很周到太差了失望不推荐了",
+)
+
+
+def test_a_long_review_is_read_by_its_head_and_its_tail(http: httpx.Client) -> None:
+    base = _classify(http, HEAD[:60] + MIDDLE[:25] + TAIL)["score"]
+    # another middle: outside the window, the very same tokens, the very same score
+    assert _classify(http, HEAD[:60] + MIDDLE[::-1][:25] + TAIL)["score"] == base
+    # another ending: inside the window (the head-only cut of before would not see it)
+    assert _classify(http, HEAD[:60] + MIDDLE[:25] + TAIL[::-1])["score"] != base

@@ -397,6 +397,18 @@ def test_each_task_fits_its_lexical_half_with_its_own_recipe() -> None:
     assert not train.TASK_DEFAULTS["sentiment"].ngrams and not train.GENERIC.ngrams
 
 
+def test_only_chinese_sentiment_reads_the_tail_of_a_long_text_by_default() -> None:
+    assert train.TrainOptions().resolved("sentiment-zh").tail_tokens == 64
+    for task in ("spam", "sentiment", "anything"):
+        assert train.TrainOptions().resolved(task).tail_tokens == 0
+    assert train.TrainOptions(tail_tokens=0).resolved("sentiment-zh").tail_tokens == 0
+    opts = train.TrainOptions(tail_tokens=65).resolved("sentiment-zh")
+    with pytest.raises(errors.TrainError, match="tail-tokens 65.*0..64"):
+        train.tail_of(opts, 128)
+    with pytest.raises(errors.TrainError, match="must be 0 or more"):
+        train.TrainOptions(tail_tokens=-1)
+
+
 @dataclass
 class _Table:
     texts: tuple[str, ...]

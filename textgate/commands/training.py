@@ -183,6 +183,12 @@ def _add_train(sub: Subparsers) -> None:
     p.add_argument("--batch-size", type=int, help="training batch size (default: per task)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
     p.add_argument("--max-length", type=int, help="tokens per text (default: per task)")
+    p.add_argument(
+        "--tail-tokens",
+        type=int,
+        help="of a text longer than --max-length, read the head and this many last tokens "
+        "(0: the head only; default: per task)",
+    )
     p.add_argument("--seed", type=int, default=42, help="seed for everything random")
     p.add_argument("--limit", type=int, help="use only this many rows in all (quick runs)")
     p.add_argument("--patience", type=int, default=2, help="epochs without improvement")
@@ -217,6 +223,7 @@ def _run_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         lr=args.lr,
         max_length=args.max_length,
+        tail_tokens=args.tail_tokens,
         seed=args.seed,
         limit=args.limit,
         patience=args.patience,

@@ -170,7 +170,10 @@ def _write_tokenizer(ckpt: Checkpoint, out: Path) -> dict[str, Any]:
             hint="set one (tokenizer.pad_token = ...) and save the checkpoint again",
         )
     tok = Tokenizer.from_file(str(ckpt.tokenizer_file))
-    tok.enable_truncation(max_length=ckpt.max_length, direction=hf.truncation_side)
+    if ckpt.tail_tokens:  # head + tail: cut by textgate.window after encoding, not here
+        tok.no_truncation()
+    else:
+        tok.enable_truncation(max_length=ckpt.max_length, direction=hf.truncation_side)
     tok.enable_padding(pad_id=hf.pad_token_id, pad_token=hf.pad_token, direction=hf.padding_side)
     tok.save(str(out / "tokenizer.json"))
     return {
@@ -178,6 +181,7 @@ def _write_tokenizer(ckpt: Checkpoint, out: Path) -> dict[str, Any]:
         "pad_id": int(hf.pad_token_id),
         "pad_token": str(hf.pad_token),
         "truncation": ckpt.max_length,
+        **({"tail": ckpt.tail_tokens} if ckpt.tail_tokens else {}),
     }
 
 
@@ -198,6 +202,7 @@ def _parity(ckpt: Checkpoint, out: Path, step: _Steps, n: int) -> dict[str, Any]
             tokenizer=out / "tokenizer.json",
             texts=parity_texts,
             max_length=ckpt.max_length,
+            tail=ckpt.tail_tokens,
         )
     report["texts_hash"] = texts.texts_hash(parity_texts)
     _write_json(out / "reports" / "parity.json", report)
@@ -215,7 +220,7 @@ def _parity(ckpt: Checkpoint, out: Path, step: _Steps, n: int) -> dict[str, Any]
 def eval_set(ckpt: Checkpoint, out: Path, rows: int = 0) -> variants.EvalSet:
     """What every variant is gated on: the test split under the bundle tokenizer in ``out``
     (its first ``rows`` only, when given), batched by length."""
-    tok = inference.load_tokenizer(out / "tokenizer.json")
+    tok = inference.load_tokenizer(out / "tokenizer.json", ckpt.max_length, ckpt.tail_tokens)
     if ckpt.has_test_split:
         chosen, labels, source = list(ckpt.test_texts), ckpt.test_labels, "test split"
     else:

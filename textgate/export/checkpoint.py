@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textgate import window
 from textgate.errors import DataError, ExportError
 
 DEFAULT_MAX_LENGTH = 128
@@ -24,6 +25,7 @@ class Checkpoint:
     model_type: str
     labels: tuple[str, ...]
     max_length: int
+    tail_tokens: int = 0  # textgate.window: the last tokens a long text keeps (0: head only)
     num_heads: int
     hidden_size: int
     task: str | None = None
@@ -108,6 +110,7 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         model_type=model_type,
         labels=labels,
         max_length=max_length,
+        tail_tokens=int(meta.get("tail_tokens", 0)),
         num_heads=heads,
         hidden_size=hidden,
         task=meta.get("task"),
@@ -130,6 +133,12 @@ def _textgate_json(root: Path) -> dict[str, Any]:
         raise ExportError(
             f"{path}: max_length must be an integer in 2..8192, got {max_length!r}",
             hint="fix max_length in textgate.json",
+        )
+    tail = meta.get("tail_tokens", 0)
+    problem = window.check(max_length, tail) if isinstance(tail, int) else "must be an integer"
+    if problem:
+        raise ExportError(
+            f"{path}: tail_tokens {tail!r}: {problem}", hint="fix it in textgate.json"
         )
     return meta
 

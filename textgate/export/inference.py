@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from textgate import window
+
 BATCH = 32
 
 
@@ -23,17 +25,40 @@ def threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def load_tokenizer(path: Path) -> Any:
-    """The bundle tokenizer: truncation and padding are configured inside tokenizer.json."""
+def load_tokenizer(path: Path, max_length: int = 0, tail: int = 0) -> Any:
+    """The bundle tokenizer: truncation and padding are configured inside tokenizer.json,
+    except a head + tail window (``tail`` > 0), which ``tokenizers`` cannot express."""
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_file(str(path))
+    return Windowed(tok, max_length, tail) if tail > 0 else tok
+
+
+class Windowed:
+    """A tokenizer that reads a long text's head and its last ``tail`` tokens
+    (``textgate.window``, as Triton's tokenize step does)."""
+
+    def __init__(self, tokenizer: Any, max_length: int, tail: int) -> None:
+        self.pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
+        self.tokenizer = _unpadded(tokenizer)
+        self.tokenizer.no_truncation()
+        self.max_length, self.tail = max_length, tail
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        ml, tail = self.max_length, self.tail
+        encs = self.tokenizer.encode_batch([window.bound(t, ml, tail) for t in texts])
+        return [window.fit(e.ids, ml, tail) for e in encs]
 
 
 def encode(tokenizer: Any, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Batches of (input_ids, attention_mask), int64, padded to the longest in the batch."""
     for start in range(0, len(texts), BATCH):
-        encs = tokenizer.encode_batch(list(texts[start : start + BATCH]))
+        chunk = list(texts[start : start + BATCH])
+        if isinstance(tokenizer, Windowed):
+            rows, masks = window.pad(tokenizer.ids(chunk), tokenizer.pad_id)
+            yield np.array(rows, dtype=np.int64), np.array(masks, dtype=np.int64)
+            continue
+        encs = tokenizer.encode_batch(chunk)
         ids = np.array([e.ids for e in encs], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
         yield ids, mask
@@ -45,7 +70,10 @@ def by_length(
     """``encode`` over ``texts`` sorted by token count, and the order: row ``i`` of the
     batches is ``texts[order[i]]``. Mail spans 10 to 128+ tokens; batches of like lengths
     pad 16 % fewer tokens on the e-mail test split, and every gate runs over them."""
-    lengths = [len(e.ids) for e in _unpadded(tokenizer).encode_batch(list(texts))]
+    if isinstance(tokenizer, Windowed):
+        lengths = [len(ids) for ids in tokenizer.ids(texts)]
+    else:
+        lengths = [len(e.ids) for e in _unpadded(tokenizer).encode_batch(list(texts))]
     order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
     return list(encode(tokenizer, [texts[i] for i in order])), order
 

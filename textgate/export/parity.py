@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from textgate import window
 from textgate.errors import ExportError
 
 ATOL = 1e-4
@@ -62,15 +63,25 @@ def judge(ref: np.ndarray, got: np.ndarray, *, atol: float = ATOL) -> dict[str, 
     }
 
 
-def _token_check(hf: Any, bundle_tok: Any, texts: Sequence[str], max_length: int) -> list[str]:
+def _hf_batch(hf: Any, chunk: list[str], max_length: int, tail: int) -> tuple[Any, Any]:
+    """The checkpoint tokenizer's (ids, mask) for ``chunk``, as training encoded it."""
+    if not tail:
+        enc = hf(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="np")
+        return enc["input_ids"], enc["attention_mask"]
+    rows, masks = window.pad(window.hf_ids(hf, chunk, max_length, tail), hf.pad_token_id)
+    return np.array(rows, dtype=np.int64), np.array(masks, dtype=np.int64)
+
+
+def _token_check(
+    hf: Any, bundle_tok: Any, texts: Sequence[str], max_length: int, tail: int = 0
+) -> list[str]:
     """Texts whose ids or mask from the bundle tokenizer differ from the checkpoint's."""
     from textgate.export import inference
 
     bad: list[str] = []
     for b, (ids, mask) in enumerate(inference.encode(bundle_tok, texts)):
         chunk = list(texts[b * inference.BATCH : (b + 1) * inference.BATCH])
-        enc = hf(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="np")
-        want_ids, want_mask = enc["input_ids"], enc["attention_mask"]
+        want_ids, want_mask = _hf_batch(hf, chunk, max_length, tail)
         if want_ids.shape != ids.shape:
             bad.append(f"batch {b}: shape {ids.shape} != checkpoint {want_ids.shape}")
             continue
@@ -91,6 +102,7 @@ def _compute(req: dict[str, Any]) -> dict[str, Any]:
     hf_logging.disable_progress_bar()
     texts: list[str] = req["texts"]
     max_length: int = req["max_length"]
+    tail: int = req.get("tail", 0)
     hf = AutoTokenizer.from_pretrained(req["checkpoint"])
     # The reference is the checkpoint as users run it (default attention), not the export path.
     model = AutoModelForSequenceClassification.from_pretrained(req["checkpoint"]).eval()
@@ -98,17 +110,16 @@ def _compute(req: dict[str, Any]) -> dict[str, Any]:
     ref, got, lengths = [], [], []
     for start in range(0, len(texts), inference.BATCH):
         chunk = texts[start : start + inference.BATCH]
-        enc = hf(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        ids, mask = enc["input_ids"], enc["attention_mask"]
+        np_ids, np_mask = _hf_batch(hf, list(chunk), max_length, tail)
+        ids, mask = torch.from_numpy(np_ids), torch.from_numpy(np_mask)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits.numpy()
         ref.append(inference.softmax(logits))
         got.append(inference.predict(sess, [(ids.numpy(), mask.numpy())]))
         lengths += mask.sum(dim=1).tolist()
     report = judge(np.concatenate(ref), np.concatenate(got), atol=req["atol"])
-    token_bad = _token_check(
-        hf, inference.load_tokenizer(Path(req["tokenizer"])), texts, max_length
-    )
+    bundle_tok = inference.load_tokenizer(Path(req["tokenizer"]), max_length, tail)
+    token_bad = _token_check(hf, bundle_tok, texts, max_length, tail)
     report["tokenizer"] = {"ids_match": not token_bad, "n": len(texts), "mismatches": token_bad}
     report["mismatches"] += [f"tokenizer: {m}" for m in token_bad]
     report["passed"] = not report["mismatches"]
@@ -129,6 +140,7 @@ def run(
     tokenizer: Path,
     texts: Sequence[str],
     max_length: int,
+    tail: int = 0,
     atol: float = ATOL,
 ) -> dict[str, Any]:
     """Run the gate in a child process and return its report (pass or fail)."""
@@ -138,6 +150,7 @@ def run(
         "tokenizer": str(tokenizer),
         "texts": list(texts),
         "max_length": max_length,
+        "tail": tail,
         "atol": atol,
     }
     with tempfile.TemporaryDirectory(prefix="textgate-parity-") as tmp:
@@ -155,9 +168,9 @@ def run(
         except subprocess.TimeoutExpired:
             raise ExportError(f"parity check did not finish in {_TIMEOUT_S} s") from None
         if proc.returncode != 0 or not rep_path.is_file():
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+            log = "\n".join(proc.stderr.strip().splitlines()[-15:])
             raise ExportError(
-                f"parity check crashed (exit {proc.returncode}):\n{tail}",
+                f"parity check crashed (exit {proc.returncode}):\n{log}",
                 hint="run `python -m textgate.export.parity` by hand to see the whole log",
             )
         report: dict[str, Any] = json.loads(rep_path.read_text(encoding="utf-8"))

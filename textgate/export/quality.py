@@ -22,8 +22,8 @@ REVIEW_AT, QUARANTINE_AT, PHISH_REVIEW_AT = 0.85, 0.95, 0.5
 WORST = 20
 
 
-def _fp32_probs(out: Path, texts: tuple[str, ...]) -> np.ndarray:
-    tok = inference.load_tokenizer(out / "tokenizer.json")
+def _fp32_probs(ckpt: Checkpoint, out: Path, texts: tuple[str, ...]) -> np.ndarray:
+    tok = inference.load_tokenizer(out / "tokenizer.json", ckpt.max_length, ckpt.tail_tokens)
     sess = inference.session(out / "model.onnx")
     batches, order = inference.by_length(tok, texts)
     return inference.in_order(inference.predict(sess, batches), order)
@@ -53,7 +53,7 @@ def calibrate(
     """Fit T on validation; ECE before/after on test; reliability.png in the bundle."""
     if len(ckpt.extra_labels) < 20 or not ckpt.has_test_split:
         return {"method": "none", "temperature": 1.0, "reason": "no labelled validation split"}
-    val_probs = _fp32_probs(out, ckpt.extra_texts)
+    val_probs = _fp32_probs(ckpt, out, ckpt.extra_texts)
     if lexical is not None:
         val_probs = joined(val_probs, lexical, ckpt.extra_texts)
     fitted = calibration.fit_temperature(val_probs, np.asarray(ckpt.extra_labels))

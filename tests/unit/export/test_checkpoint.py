@@ -107,6 +107,19 @@ def test_bad_max_length_in_textgate_json(tmp_path: Path) -> None:
     assert "textgate.json" in _error(root) and "max_length" in _error(root)
 
 
+@pytest.mark.parametrize("tail", [33, -1, "end"])
+def test_a_tail_outside_half_the_window_is_refused(tmp_path: Path, tail: object) -> None:
+    root = _fake(tmp_path / "c")
+    (root / "textgate.json").write_text(json.dumps({"max_length": 64, "tail_tokens": tail}))
+    assert "textgate.json" in _error(root) and "tail_tokens" in _error(root)
+
+
+def test_the_tail_is_read_from_textgate_json(tmp_path: Path) -> None:
+    root = _fake(tmp_path / "c")
+    (root / "textgate.json").write_text(json.dumps({"max_length": 64, "tail_tokens": 32}))
+    assert load_checkpoint(root).tail_tokens == 32
+
+
 def test_test_split_with_unknown_label_names_file_and_row(tmp_path: Path) -> None:
     root = _fake(tmp_path / "c")
     (root / "data").mkdir()

@@ -71,6 +71,7 @@ def test_templates_import_only_the_allowed_modules(
     allowed |= {"textgate_support", "hashlib", "json", "os", "sys", "__future__", "typing"}
     # the n-gram module copied beside postprocess (its own imports are checked below)
     allowed |= {"ngrams", "itertools", "math", "re", "zlib", "collections", "pathlib"}
+    allowed |= {"window"}  # copied beside the tokenizer when a bundle reads a head + tail
     result = build([fake_bundle()], tmp_path / "repo", _s())
     for path in result.repository.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -172,3 +173,29 @@ def test_a_manifest_naming_ngrams_it_does_not_list_is_refused(
     b = fake_bundle(ngrams={"file": "ngrams.npz"})
     with pytest.raises(RepositoryError, match="does not list it"):
         build([b], tmp_path / "repo", _s())
+
+
+@pytest.mark.parametrize("strategy", ["bucket", "fused"])
+def test_a_head_and_tail_bundle_gets_the_window_beside_its_tokenizer(
+    fake_bundle: Callable[..., Path], tmp_path: Path, strategy: str
+) -> None:
+    from textgate import window
+
+    b = fake_bundle(tokenizer={"file": "tokenizer.json", "tail": 64})
+    result = build([b], tmp_path / "repo", _s(shape_strategy=strategy))
+    step = "spam_model" if strategy == "fused" else "spam_tokenize"
+    # the very cut training made, not a second implementation
+    assert (result.repository / step / "1" / "window.py").read_bytes() == Path(
+        window.__file__
+    ).read_bytes()
+    config = parse((result.repository / step / "config.pbtxt").read_text())
+    assert config.parameters["tail_tokens"].string_value == "64"
+
+
+def test_a_head_only_bundle_renders_as_before(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    result = build([fake_bundle()], tmp_path / "repo", _s())
+    assert not list(result.repository.rglob("window.py"))
+    for path in result.repository.glob("*/config.pbtxt"):
+        assert "tail_tokens" not in parse(path.read_text()).parameters

@@ -66,13 +66,15 @@ def test_every_template_imports_only_what_the_triton_stub_has() -> None:
     from textgate.repository import templates
 
     allowed = {"numpy", "tokenizers", "onnxruntime", "triton_python_backend_utils"}
-    from textgate import ngrams
+    from textgate import ngrams, window
 
-    allowed |= {Path(templates.SUPPORT).stem} | set(sys.stdlib_module_names) | {"ngrams"}
+    allowed |= {Path(templates.SUPPORT).stem} | set(sys.stdlib_module_names)
+    allowed |= {"ngrams", "window"}
     here = Path(templates.__file__).parent
-    # textgate/ngrams.py is copied beside postprocess as ngrams.py when a bundle has one
+    # textgate/ngrams.py is copied beside postprocess as ngrams.py when a bundle has one,
+    # textgate/window.py beside the tokenize step when it reads a head + tail
     files = [*(here / n for n in templates.TEMPLATES.values()), here / templates.SUPPORT]
-    for path in [*files, Path(ngrams.__file__)]:
+    for path in [*files, Path(ngrams.__file__), Path(window.__file__)]:
         name = path.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
@@ -114,3 +116,35 @@ def test_onnx_classifier_passes_spinning_to_the_session(
     monkeypatch.setattr(ort, "InferenceSession", Session)
     support.OnnxClassifier(support.Settings(args))
     assert seen == {"intra": 2, "spin": spin}
+
+
+@pytest.mark.parametrize("tail", [0, 12])
+def test_text_encoder_reads_the_window_training_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: int
+) -> None:
+    """Triton's tokenize step cuts a long text as ``textgate.window.hf_ids`` does in training."""
+    import shutil
+
+    from fixtures_models import minilm_tokenizer_dir
+    from transformers import AutoTokenizer
+
+    from textgate import window
+
+    version = tmp_path / "1"
+    version.mkdir()
+    shutil.copyfile(minilm_tokenizer_dir() / "tokenizer.json", version / "tokenizer.json")
+    shutil.copyfile(window.__file__, version / "window.py")  # as the builder copies it
+    digest = support.sha256_file(str(version / "tokenizer.json"))
+    (version / "manifest.json").write_text(json.dumps({"files": {"tokenizer.json": digest}}))
+    params = {"tokenizer_file": "tokenizer.json", "max_length": "32", "bucket_lengths": "16,32"}
+    if tail:
+        params["tail_tokens"] = str(tail)
+    config = {"parameters": {k: {"string_value": v} for k, v in params.items()}}
+    args = {"model_name": "m", "model_config": json.dumps(config),
+            "model_repository": str(tmp_path), "model_version": "1"}  # fmt: skip
+    monkeypatch.syspath_prepend(str(version))  # model.py puts its own directory first
+    monkeypatch.delitem(sys.modules, "window", raising=False)
+    encoder = support.TextEncoder(support.Settings(args))
+    texts = ["the plot starts slowly " * 20 + "overall i would never buy this again", "fine"]
+    hf = AutoTokenizer.from_pretrained(str(minilm_tokenizer_dir()))
+    assert encoder.encode(texts) == window.hf_ids(hf, texts, 32, tail)

@@ -116,7 +116,11 @@ class TextEncoder:
         self.buckets = [b for b in settings.ints("bucket_lengths") if b <= self.max_length]
         self.pad_id = self._pad_id()
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(self.max_length)
+        self.tail = int(settings.params.get("tail_tokens", "0"))
+        if self.tail:  # head + tail: cut after encoding by the window training used
+            self.tokenizer.no_truncation()
+        else:
+            self.tokenizer.enable_truncation(self.max_length)
 
     def _pad_id(self) -> int:
         padding = self.tokenizer.padding
@@ -129,6 +133,12 @@ class TextEncoder:
         return 0
 
     def encode(self, texts: list[str]) -> list[list[int]]:
+        if self.tail:
+            import window  # textgate/window.py, copied beside model.py
+
+            bounded = [window.bound(t, self.max_length, self.tail) for t in texts]
+            encodings = self.tokenizer.encode_batch(bounded) if texts else []
+            return [window.fit(e.ids, self.max_length, self.tail) for e in encodings]
         limit = self.max_length * CHARS_PER_TOKEN
         encodings = self.tokenizer.encode_batch([t[:limit] for t in texts]) if texts else []
         return [e.ids for e in encodings]
