@@ -261,7 +261,8 @@ def served(bundle_dir: Path) -> None:
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     s = splits()
     texts, y = list(s.test.texts), s.test.label_ids()
-    enc = ceiling.encode(bundle_dir / "tokenizer.json", texts, manifest["max_length"])
+    tail = int(manifest["tokenizer"].get("tail", 0))  # the window the bundle was trained on
+    enc = ceiling.encode(bundle_dir / "tokenizer.json", texts, manifest["max_length"], tail)
     lengths = padding.token_lengths(bundle_dir / "tokenizer.json", texts, manifest["max_length"])
     out: dict[str, Any] = {
         "bundle_task": manifest["task"],

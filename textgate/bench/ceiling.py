@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from textgate import window
+
 
 @dataclass(frozen=True)
 class Encoded:
@@ -23,15 +25,20 @@ class Encoded:
     pad_id: int
 
 
-def encode(tokenizer_file: Path, texts: Sequence[str], max_length: int) -> Encoded:
+def encode(tokenizer_file: Path, texts: Sequence[str], max_length: int, tail: int = 0) -> Encoded:
+    """Token ids as the bundle's tokenize step cuts them (``tail``: its head + tail window)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(tokenizer_file))
     tok.no_padding()
-    tok.enable_truncation(max_length)
     pad = tok.token_to_id("[PAD]")
     if pad is None:
         pad = tok.token_to_id("<pad>") or 0
+    if tail:
+        tok.no_truncation()
+        encs = tok.encode_batch([window.bound(t, max_length, tail) for t in texts])
+        return Encoded(tuple(tuple(window.fit(e.ids, max_length, tail)) for e in encs), int(pad))
+    tok.enable_truncation(max_length)
     return Encoded(tuple(tuple(e.ids) for e in tok.encode_batch(list(texts))), int(pad))
 
 
