@@ -44,6 +44,8 @@ _BOUNDARY = re.compile(
 )
 _SECTIONED = re.compile(rb"boundary[ \t]*\*[ \t]*[0-9]", re.I)
 _ESCAPE = re.compile(rb"\\(.)")
+_PLAIN_CHARSETS = frozenset({b"", b"us-ascii", b"ascii", b"utf-8", b"utf8"})
+_NOT_PRINTABLE = re.compile(rb"[^\x20-\x7e]")
 
 
 def check(raw: bytes, *, max_header_bytes: int, max_parts: int) -> tuple[str, ...]:
@@ -97,7 +99,14 @@ def boundaries(raw: bytes) -> set[bytes] | None:
     for star, quoted, token in _BOUNDARY.findall(raw):
         value = _ESCAPE.sub(rb"\1", quoted) if quoted or not token else token
         if star:  # RFC 2231 extended value: charset'language'percent-encoded
+            charset = value.split(b"'", 1)[0].lower() if value.count(b"'") >= 2 else b""
+            if charset not in _PLAIN_CHARSETS:
+                return None  # the stdlib decodes it by that charset: not these bytes
             value = unquote_to_bytes(value.split(b"'", 2)[-1])
+        if b"=?" in value or _NOT_PRINTABLE.search(value.rstrip(b" \t")):
+            # an encoded word the stdlib decodes, or a control byte it strips: the
+            # delimiter lines it looks for are not these bytes
+            return None
         found.add(value.rstrip(b" \t"))
     return found
 

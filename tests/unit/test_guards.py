@@ -87,6 +87,13 @@ def test_ordinary_mail_trips_nothing() -> None:
         (b"BOUNDARY = x", {b"x"}),
         (b"boundary*0=a; boundary*1=b", None),
         (b"boundary*0*=utf-8''a; boundary*1=b", None),
+        # the stdlib decodes these to other bytes than the raw ones (found by fuzzing:
+        # exact counting missed every delimiter, so 300-deep nesting went through)
+        (b'boundary="=?us-ascii?q?zz?="', None),
+        (b"boundary*=utf-16le''z%00z%00", None),
+        (b"boundary*=utf-7''+AHoAeg-", None),
+        (b'boundary="zz\x0c"', None),
+        (b"boundary*=utf-8''zz", {b"zz"}),
     ],
 )
 def test_every_boundary_spelling_is_resolved_or_conservative(
@@ -98,7 +105,16 @@ def test_every_boundary_spelling_is_resolved_or_conservative(
 
 @pytest.mark.parametrize(
     "declaration",
-    [b"boundary=zz", b'boundary="zz"', b"boundary*=''zz", b'boundary="z\\z"', b"boundary*0=zz"],
+    [
+        b"boundary=zz",
+        b'boundary="zz"',
+        b"boundary*=''zz",
+        b'boundary="z\\z"',
+        b"boundary*0=zz",
+        b'boundary="=?us-ascii?q?zz?="',
+        b"boundary*=utf-16le''z%00z%00",
+        b'boundary="zz\x0c"',
+    ],
 )
 def test_delimiters_are_counted_under_every_spelling(declaration: bytes) -> None:
     def mail(n: int) -> bytes:
@@ -106,9 +122,9 @@ def test_delimiters_are_counted_under_every_spelling(declaration: bytes) -> None
         return b"Content-Type: multipart/mixed; " + declaration + b"\r\n\r\n" + part * n + b"--zz--"
 
     assert "too_many_parts" not in check(mail(40))
-    # Exactly resolved spellings trip at max_parts; boundary*0= counts every "--" line.
+    # Exactly resolved spellings trip at max_parts; the others count every "--" line.
     assert "too_many_parts" in check(mail(2 * DEFAULT.max_parts + 3))
-    if b"*0" not in declaration:
+    if guards.boundaries(b"Content-Type: multipart/mixed; " + declaration + b"\r\n") is not None:
         assert "too_many_parts" in check(mail(DEFAULT.max_parts))
 
 

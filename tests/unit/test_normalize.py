@@ -27,6 +27,7 @@ from textgate.normalize import (
     normalize_text,
     split_long,
 )
+from textgate.normalize.fallback import best_effort
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "email"
 CPYTHON_DATA = Path(sysconfig.get_path("stdlib")) / "test" / "test_email" / "data"
@@ -538,3 +539,45 @@ def test_fingerprint_agrees_with_itself_and_names_a_difference() -> None:
     assert "version" in skew({**fingerprint(mine), "version": 1}, mine)[0]
     # Size limits decide acceptance, not the text: they are not part of the fingerprint.
     assert skew(fingerprint(NormalizeSettings(max_parts=5)), mine) == []
+
+
+# --- found by fuzzing the normalizer (every one lost text a reader sees) -------------------
+
+_PITCH = b"verify your bank password at http://evil.example now"
+
+
+def _says_pitch(got: Normalized) -> bool:
+    return "verify your bank password" in got.text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # lone CR line ends, on the structured path and the best-effort one
+        b"Subject: invoice\rContent-Type: text/plain\r\r" + _PITCH + b"\r",
+        b"From: a@example.com\rContent-Type: multipart/mixed\r\r" + _PITCH + b"\r",
+        # quoted-printable soft break before a lone CR, inside an ordinary CRLF message
+        b"Subject: invoice\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: "
+        b"quoted-printable\r\n\r\nSee the attached invoice.=\r" + _PITCH + b"\r\nRegards\r\n",
+        # a first line the parser takes for a header, with no text after it
+        b"\t" + _PITCH + b"\n",
+        # a base64 text part on the best-effort path (multipart without a boundary)
+        b"Content-Type: multipart/mixed\r\n\r\n--x\r\nContent-Type: text/plain\r\n"
+        b"Content-Transfer-Encoding: base64\r\n\r\n" + base64.encodebytes(_PITCH) + b"--x--\r\n",
+    ],
+)
+def test_text_a_reader_sees_is_read(raw: bytes) -> None:
+    assert _says_pitch(normalize_email(raw, NormalizeSettings()))
+
+
+def test_best_effort_decodes_base64_text_and_drops_base64_attachments() -> None:
+    part = b"--x\r\nContent-Type: %s\r\nContent-Transfer-Encoding: base64\r\n\r\n%s"
+    raw = (
+        b"Subject: s\r\nContent-Type: multipart/mixed\r\n\r\n"
+        + part % (b"text/html", base64.encodebytes(b"<p>" + _PITCH + b"</p>"))
+        + part % (b"image/png", base64.encodebytes(b"attachment words " * 20))
+        + b"--x--\r\n"
+    )
+    got = best_effort(raw, NormalizeSettings())
+    assert _says_pitch(got) and "attachment" not in got.text
+    assert "Content-Type" not in got.text and "base64" not in got.text

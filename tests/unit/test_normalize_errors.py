@@ -87,6 +87,12 @@ CASES: list[tuple[str, Callable[[], Any], int | str]] = [
         "verdict",
     ),
     (
+        # the parser reads the tab-led first line as a header and finds no text
+        "mail whose first line is no header",
+        lambda: normalize_email(b"\tverify your account at http://x.example now\n", DEFAULT),
+        "verdict",
+    ),
+    (
         "best effort too large",
         lambda: best_effort(b"a" * (DEFAULT.max_body_bytes + 1), DEFAULT),
         413,
@@ -163,3 +169,14 @@ def test_each_case_alone(name: str, call: Callable[[], Any], expected: int | str
         with pytest.raises(InputError) as err:
             call()
         assert status_of(err.value) == expected
+
+
+def test_mail_over_max_chars_is_cut_and_says_so_where_text_is_refused() -> None:
+    """A message gets a verdict within ``max_body_bytes``; a JSON text over ``max_chars``
+    is the caller's to shorten (413)."""
+    got = normalize_email(b"Subject: s\r\n\r\n" + b"word " * 100, SMALL)
+    assert len(got.text) <= SMALL.max_chars and got.text.startswith("s word")
+    assert got.notes.defects == ("text_cut",) and not got.notes.best_effort
+    with pytest.raises(InputError) as err:
+        normalize_text("word " * 100, SMALL)
+    assert status_of(err.value) == 413

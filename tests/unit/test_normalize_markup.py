@@ -105,7 +105,10 @@ def test_unclosed_head_mail_is_read_past_its_subject() -> None:
         ('<div style="overflow:hidden">clipped but tall</div>', ["clipped", "but", "tall"]),
         # visibility and font size inherit, and a descendant can undo them
         ('<div style="visibility:hidden">a<span style="visibility:visible">b</span></div>', ["b"]),
-        ('<td style="font-size:0"><div style="font-size:13px">cell</div> gap</td>', ["cell"]),
+        (
+            '<table><tr><td style="font-size:0"><div style="font-size:13px">cell</div> gap</td>',
+            ["cell"],
+        ),
         (
             '<span style="font-size:0">a<b style="font-size:150%">rel</b>'
             '<i style="font-size:1em">em</i><u style="font-size:small">key</u></span>',
@@ -215,3 +218,42 @@ def test_hidden_text_is_counted_titles_and_scripts_are_not() -> None:
         DEFAULT,
     )
     assert "hid" not in best.text
+
+
+PITCH = "verify your bank password now"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        # comment ends HTML5 knows and HTMLParser did not (found by fuzzing)
+        f"<!-->{PITCH}<!-- -->",
+        f"<!--->{PITCH}<!-- -->",
+        f"<!-- x --!>{PITCH}<!-- -->",
+        # the first of a repeated attribute counts; !important beats a later declaration
+        f"<p style='display:block' style='display:none'>{PITCH}</p>",
+        f"<p style='display:block!important;display:none'>{PITCH}</p>",
+        f"<p style='display:block ! important;display:none'>{PITCH}</p>",
+        # table cells outside a table are no elements; a row ends the open cell
+        f"<td style='display:none'>{PITCH}",
+        f"<table><td style='display:none'>x<tr><td>{PITCH}</table>",
+        # any heading end tag closes the open heading; a link ends the open link
+        f"<h1 style='display:none'>x</h2>{PITCH}",
+        f"<a style='display:none' href='http://x.example/'>x<a href='http://evil.example/'>{PITCH}",
+    ],
+)
+def test_text_a_browser_shows_is_read(html: str) -> None:
+    assert PITCH in " ".join(html_to_text(html)[0].split())
+
+
+def test_a_hidden_important_declaration_stays_hidden() -> None:
+    assert html_to_text("<p style='display:none!important;display:block'>x</p>y")[0].split() == [
+        "y"
+    ]
+
+
+def test_a_host_longer_than_dns_allows_is_no_link_domain() -> None:
+    long = "a." * 200 + "com"
+    assert html_to_text(f"<a href='http://{long}/'>x</a><a href='http://ok.example/'>y</a>")[1] == [
+        "ok.example"
+    ]

@@ -15,9 +15,13 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _SUBJECT = re.compile(rb"^subject[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
 _FROM = re.compile(rb"^from[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
 _HEADER_START = re.compile(rb"[!-9;-~]{1,200}[ \t]*:")
-# A delimiter line and the header fields of the part it opens: structure, not text.
-_PART_HEAD = re.compile(rb"^--[^\n]*\n(?:[!-9;-~]{1,200}[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*)*", re.M)
-_DELIMITER = re.compile(rb"^--[^\n]*$", re.M)
+# Delimiter lines split the body into parts; the header fields a part opens with say how
+# to read it. Structure, not text.
+_DELIMITER = re.compile(rb"^--[^\n]*(?:\n|\Z)", re.M)
+_PART_FIELDS = re.compile(rb"\A(?:[!-9;-~]{1,200}[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*)+")
+_CTE = re.compile(rb"^content-transfer-encoding[ \t]*:[ \t]*([a-z0-9-]{1,40})", re.I | re.M)
+_TYPE = re.compile(rb"^content-type[ \t]*:[ \t]*([a-z0-9!#$&.+^_-]{1,80})/", re.I | re.M)
+_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/]")
 # MIME fields of nested parts and forwarded messages: structure wherever they stand.
 _MIME_FIELD = re.compile(
     rb"^(?:content-[a-z-]{1,40}|mime-version)[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*", re.I | re.M
@@ -39,21 +43,21 @@ def best_effort(
 ) -> Normalized:
     """Read a message whose structure is not trusted: Subject + body bytes as text.
 
-    Linear regex passes over the raw bytes, no MIME parser: delimiter lines and part
-    headers out, base64 lines out (attachments), quoted-printable undone where the message
-    declares it, bytes through the charset fallback chain, HTML tags stripped. The text is
+    Linear regex passes over the raw bytes, no MIME parser: the body split at delimiter
+    lines, each part decoded as its own fields declare (base64 text parts decoded, other
+    base64 parts dropped as attachments, quoted-printable undone), bytes through the
+    charset fallback chain, HTML read as a browser shows it. The text is
     cut at ``max_chars`` (noted) rather than refused: this path exists to give a verdict.
     """
     raw = bytes(raw)
     if len(raw) > settings.max_body_bytes:
         raise too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
+    # A lone CR is a line end to mail software: as LF, the line-anchored passes see it.
+    raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in raw else raw
     head, body = _head_and_body(raw)
     subject = _raw_header(_SUBJECT, head)
     sender = _raw_header(_FROM, head)
-    body = _PART_HEAD.sub(b"", body)
-    body = _BASE64_LINE.sub(b"", _MIME_FIELD.sub(b"", _DELIMITER.sub(b"", body)))
-    if b"quoted-printable" in raw.lower():
-        body = _QP_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), _QP_SOFT.sub(b"", body))
+    body = _body_text(head, body)
     text, used, replaced = decode_bytes(body, None)
     fallbacks = (
         [] if used == "utf-8" and not replaced else [CharsetFallback("body", None, used, replaced)]
@@ -79,6 +83,41 @@ def best_effort(
         "sender": sender_of(decode_bytes(sender, None)[0]) if sender else None,
     }
     return finish(joined[: settings.max_chars], settings, count, field="message", notes=notes)
+
+
+def _body_text(head: bytes, body: bytes) -> bytes:
+    """The body's readable bytes: its parts, each decoded as its own fields declare."""
+    top = b"" if _maintype(head) == b"multipart" else head
+    out = []
+    for i, part in enumerate(_DELIMITER.split(body)):
+        fields = _PART_FIELDS.match(part) if i else None
+        if fields:
+            out.append(_decoded(part[fields.end() :], fields.group(0)))
+        else:
+            out.append(_decoded(part, top if i == 0 else b""))
+    return b"\n".join(out)
+
+
+def _decoded(part: bytes, fields: bytes) -> bytes:
+    cte = _CTE.search(fields)
+    encoding = cte.group(1).lower() if cte else b""
+    if encoding == b"base64":
+        if _maintype(fields) not in (b"", b"text"):
+            return b""  # an attachment
+        data = _NOT_BASE64.sub(b"", part)
+        try:
+            return base64.b64decode(data[: len(data) // 4 * 4], validate=False)
+        except ValueError:
+            return b""
+    if encoding == b"quoted-printable":
+        return _QP_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), _QP_SOFT.sub(b"", part))
+    # Undeclared: forwarded parts' MIME fields and base64 lines (attachments) out.
+    return _BASE64_LINE.sub(b"", _MIME_FIELD.sub(b"", part))
+
+
+def _maintype(fields: bytes) -> bytes:
+    found = _TYPE.search(fields)
+    return found.group(1).lower() if found else b""
 
 
 def _head_and_body(raw: bytes) -> tuple[bytes, bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import NamedTuple
@@ -140,6 +141,9 @@ _CLOSES_P = frozenset(
 )
 _HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 _TABLE_PARTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+_ROWS = frozenset({"tbody", "thead", "tfoot", "tr"})
+# Ignored by a browser outside a <table> (HTML5 "in body": parse error, ignore the token).
+_TABLE_ONLY = frozenset({"caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"})
 # What a table keeps inside it; any other element there goes before the table.
 _IN_TABLE = _TABLE_PARTS | {
     "caption",
@@ -261,6 +265,8 @@ class _TextParser(HTMLParser):
         self.body_started = False  # after it, <head> and </head> are ignored, as browsers do
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _TABLE_ONLY and not self.counts.get("table"):
+            return  # a cell or row outside a table is no element to a browser, nor its style
         if tag == "head":
             self.in_head = not self.body_started
         elif tag == "body":
@@ -274,7 +280,9 @@ class _TextParser(HTMLParser):
             self.out.append("\n")
         state = self._context() if tag in _IN_TABLE else self._text_context()
         if tag not in ("html", "head", "body"):  # their style would hide the whole mail
-            values = dict(attrs)
+            values: dict[str, str | None] = {}
+            for name, value in attrs:  # a browser keeps the first of a repeated attribute
+                values.setdefault(name, value)
             state = (
                 _NOT_CONTENT
                 if tag in _HIDDEN
@@ -298,7 +306,11 @@ class _TextParser(HTMLParser):
             self._start_body()
         if tag in _BLOCK:
             self.out.append("\n")
-        if self.counts.get(tag):
+        if tag in _HEADINGS and not self.counts.get(tag):
+            # </h2> closes an open <h1> in a browser: <h1 hidden>x</h2>pitch shows the pitch
+            while any(self.counts.get(h) for h in _HEADINGS) and self._pop() not in _HEADINGS:
+                pass
+        elif self.counts.get(tag):
             while self._pop() != tag:
                 pass
 
@@ -339,6 +351,11 @@ class _TextParser(HTMLParser):
             self._close_in_scope(*_IMPLIED["p"])
         if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:
             self._pop()
+        if tag == "a" and self.counts.get("a"):
+            while self._pop() != "a":  # a link does not nest in a link: <a> ends the open one
+                pass
+        if tag in _ROWS:  # a row or a table section ends the open cell first
+            self._close_in_scope(frozenset({"td", "th"}), frozenset({"table", "html", "template"}))
         if tag == "table" and self.stack and self.stack[-1].tag in _TABLE_PARTS:
             self._close_in_scope(frozenset({"table"}), frozenset({"html"}))
         if tag in _IMPLIED and tag != "p":
@@ -383,8 +400,8 @@ def _link_domain(href: str | None) -> str | None:
         host = parts.hostname
     except ValueError:  # e.g. "http://[bad" — an invalid IPv6 literal
         return None
-    if parts.scheme.lower() not in ("http", "https") or not host:
-        return None
+    if parts.scheme.lower() not in ("http", "https") or not host or len(host) > _MAX_HOST:
+        return None  # longer than DNS allows: no host a browser could reach
     return host.removeprefix("www.")
 
 
@@ -394,10 +411,17 @@ class Html(NamedTuple):
     hidden_chars: int  # non-space characters of text a browser hides, not read
 
 
+# HTML5 ends a comment at "<!-->", "<!--->" and "--!>"; ``HTMLParser`` reads on to the next
+# "-->", so text a browser shows between them would be lost (a spammer's trick).
+_ABRUPT_COMMENT = re.compile(r"<!---?>")
+_BANG_CLOSE = re.compile(r"--!>")
+_MAX_HOST = 253
+
+
 def read_html(html: str) -> Html:
     """Visible text of an HTML document, its shown links' domains and how much it hid."""
     parser = _TextParser()
-    parser.feed(html)
+    parser.feed(_BANG_CLOSE.sub("-->", _ABRUPT_COMMENT.sub("<!---->", html)))
     parser.close()
     return Html("".join(parser.out), parser.domains, parser.hidden_chars)
 

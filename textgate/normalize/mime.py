@@ -70,6 +70,7 @@ def normalize_email(
         raise too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
     if not raw.strip():
         raise EmptyText("the message is empty", field="message", reason="empty")
+    raw = line_ends(raw)
     tripped = guards.check(
         raw, max_header_bytes=settings.max_header_bytes, max_parts=settings.max_parts
     )
@@ -89,7 +90,18 @@ def normalize_email(
         # (LookupError, UnicodeError, ValueError ... from RFC 2231 charsets like
         # unicode-escape''): the input is strange, not the caller's fault to be refused.
         return best_effort(raw, settings, count, defects=(f"parse_error:{type(exc).__name__}",))
-    return finish(text, settings, count, field="message", notes=notes)
+    try:
+        return finish(text, settings, count, field="message", notes=notes, cut=True)
+    except EmptyText:
+        # No text where the parser looked (a message whose first line is not a header,
+        # text in a part it took for structure): read the raw bytes before saying "empty".
+        return best_effort(raw, settings, count, defects=("no_text_in_structure",))
+
+
+def line_ends(raw: bytes) -> bytes:
+    """CRLF and a lone CR as LF. The parser and the guards take a lone CR for a line end;
+    quoted-printable decoding and the best-effort reader would not, and lose text."""
+    return raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in raw else raw
 
 
 class _Extraction:

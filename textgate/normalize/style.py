@@ -19,6 +19,7 @@ inherits it, so a child can undo what can be undone:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _ABSOLUTE_UNITS = ("px", "pt", "pc", "cm", "mm", "in", "q")
@@ -47,16 +48,26 @@ class Shown:
 SHOWN = Shown()
 
 
+_IMPORTANT = re.compile(r"!\s*important\s*$")
+
+
 def declarations(style: str) -> dict[str, str]:
-    """``prop: value`` pairs of an inline style, lower-cased; the last one of a name wins
-    and ``!important`` is dropped (inline style has nothing to be more important than)."""
+    """``prop: value`` pairs of an inline style, lower-cased, as the cascade settles them:
+    the last one of a name wins, unless an earlier one is ``!important`` and it is not."""
     out: dict[str, str] = {}
+    important: set[str] = set()
     for part in style.split(";"):
         name, sep, value = part.partition(":")
         if not sep:
             continue
-        value = value.strip().lower().removesuffix("!important").strip()
-        out[name.strip().lower()] = value
+        name, value = name.strip().lower(), value.strip().lower()
+        bang = _IMPORTANT.search(value)
+        if bang:
+            value = value[: bang.start()].strip()
+            important.add(name)
+        elif name in important:
+            continue
+        out[name] = value
     return out
 
 

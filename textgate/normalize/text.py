@@ -56,13 +56,19 @@ def finish(
     *,
     field: str,
     notes: dict[str, Any],
+    cut: bool = False,
 ) -> Normalized:
+    """The shared last step. ``cut``: text over ``max_chars`` is cut and noted (a message
+    gets a verdict whatever its size within ``max_body_bytes``) rather than refused."""
     cleaned, removed = _CONTROLS.subn("", text)
     normalized = normalize_whitespace(cleaned, settings.fold_width)
     if not normalized:
         raise EmptyText("no text to classify after normalization", field=field, reason="empty")
     if len(normalized) > settings.max_chars:
-        raise too_large("text", len(normalized), settings.max_chars, "max_chars")
+        if not cut:
+            raise too_large("text", len(normalized), settings.max_chars, "max_chars")
+        normalized = normalized[: settings.max_chars].rstrip()
+        notes = {**notes, "defects": (*notes.get("defects", ()), "text_cut")}
     pieces, truncated = split_pieces(normalized, settings, count or len)
     final = NormalizeNotes(
         **notes,
