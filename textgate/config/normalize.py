@@ -22,7 +22,7 @@ class NormalizeConfig:
     max_header_bytes: int = 65_536  # per MIME part (name + value of every field)
     max_parts: int = 100
     max_depth: int = 10  # nested multiparts and message/rfc822
-    max_chars: int = 200_000  # normalized text; longer is refused, not cut
+    max_chars: int = 200_000  # normalized text; a longer JSON text is refused, a message cut
     long_text: Literal["truncate", "chunk"] = "truncate"
     # The default models see at most 128 tokens (≈ 500 characters): head + tail fit in that.
     head_chars: int = 384
