@@ -256,14 +256,14 @@ def _torch_rate(ckpt: Path, texts: list[str]) -> int:
 
 def served(bundle_dir: Path) -> None:
     """Each ONNX variant of the bundle on the test split: accuracy, F1, texts/s, size."""
-    from textgate.bench import ceiling, padding
+    from textgate.bench import ceiling
 
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     s = splits()
     texts, y = list(s.test.texts), s.test.label_ids()
     tail = int(manifest["tokenizer"].get("tail", 0))  # the window the bundle was trained on
     enc = ceiling.encode(bundle_dir / "tokenizer.json", texts, manifest["max_length"], tail)
-    lengths = padding.token_lengths(bundle_dir / "tokenizer.json", texts, manifest["max_length"])
+    lengths = [len(ids) for ids in enc.ids]  # as the tokenize step cuts them
     out: dict[str, Any] = {
         "bundle_task": manifest["task"],
         "default_variant": manifest["default_variant"],

@@ -317,7 +317,7 @@ def measure_all(
     texts = work.texts
     default = next(iter(tritons))
     task = tritons[default].task
-    enc = ceiling.encode(bundle / task.tokenizer_file, texts, task.max_length)
+    enc = ceiling.encode(bundle / task.tokenizer_file, texts, task.max_length, task.tail_tokens)
     sess = ceiling.session(bundle / task.model_file, args.threads)
     fp32 = ceiling.session(bundle / manifest["variants"]["fp32"]["file"], args.threads)
     # int8 is measured even when the export gate rejected it: what would it have bought?

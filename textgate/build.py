@@ -23,8 +23,8 @@ from textgate.errors import BundleError
 
 # The source files whose change alters each stage's output.
 # ngrams.py: the featurizer decides the checkpoint's ngrams.npz as train/ngram.py does
-TRAIN_CODE = ("data", "normalize", "sources.py", "train", "metrics.py", "ngrams.py")
-EXPORT_CODE = ("bundle.py", "metrics.py", "export")
+TRAIN_CODE = ("data", "normalize", "sources.py", "train", "metrics.py", "ngrams.py", "window.py")
+EXPORT_CODE = ("bundle.py", "metrics.py", "export", "window.py")
 # sentiment-zh's base model is built from the data (no Chinese weights ship in a package):
 # a third cached stage, under the train split's hash, its recipe and this code.
 BASE_CODE = (

@@ -39,9 +39,7 @@ def fit(ids: Sequence[int], max_length: int, tail: int) -> list[int]:
     ids = list(ids)
     if len(ids) <= max_length:
         return ids
-    tail = min(max(tail, 0), max_length - 1)
-    if tail == 0:
-        return ids[:max_length]
+    tail = min(max(tail, 1), max_length - 1)  # 0: the head and the closing special id
     return ids[: max_length - tail] + ids[-tail:]
 
 

@@ -581,3 +581,39 @@ def test_best_effort_decodes_base64_text_and_drops_base64_attachments() -> None:
     got = best_effort(raw, NormalizeSettings())
     assert _says_pitch(got) and "attachment" not in got.text
     assert "Content-Type" not in got.text and "base64" not in got.text
+
+
+def test_best_effort_keeps_decoding_a_part_past_a_signature_line() -> None:
+    # "(c)" x 17 in Content-Type sends it to the best-effort reader
+    raw = (
+        b"Subject: s\r\nContent-Type: text/plain" + b"(c)" * 17 + b"\r\n"
+        b"Content-Transfer-Encoding: quoted-printable\r\n\r\n"
+        b"price 5 =E2=82=AC\r\n-- \r\nBob =E4=BD=A0=E5=A5=BD\r\n"
+    )
+    got = normalize_email(raw, NormalizeSettings())
+    assert got.notes.best_effort and "5 €" in got.text and "你好" in got.text
+
+
+def test_best_effort_reads_html_whose_comment_closes_at_a_line_start() -> None:
+    raw = (
+        b"Subject: s\r\nContent-Type: text/html" + b"(c)" * 17 + b"\r\n\r\n"
+        b"<style><!--\r\np {margin:0}\r\n--></style>\r\n<p>" + _PITCH + b"</p>\r\n"
+    )
+    assert _says_pitch(normalize_email(raw, NormalizeSettings()))
+
+
+def test_an_8bit_body_keeps_its_cr_bytes() -> None:
+    # UTF-16LE 不 is 0D 4E: a CR byte that is no line end
+    body = "这本书不推荐".encode("utf-16-le")
+    raw = (
+        b"Subject: s\r\nContent-Type: text/plain; charset=utf-16-le\r\n"
+        b"Content-Transfer-Encoding: 8bit\r\n\r\n" + body
+    )
+    assert "这本书不推荐" in normalize_email(raw, NormalizeSettings()).text
+
+
+def test_a_best_effort_text_that_nfc_lengthens_is_cut_not_refused() -> None:
+    settings = NormalizeSettings(max_chars=1000)
+    raw = b"Subject: s\r\nContent-Type: text/plain" + b"(c)" * 17 + b"\r\n\r\n"
+    got = normalize_email(raw + "\u0958".encode() * 900, settings)  # NFC: 2 characters each
+    assert got.notes.best_effort and len(got.text) <= 1000

@@ -257,3 +257,19 @@ def test_a_host_longer_than_dns_allows_is_no_link_domain() -> None:
     assert html_to_text(f"<a href='http://{long}/'>x</a><a href='http://ok.example/'>y</a>")[1] == [
         "ok.example"
     ]
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        # a link or heading opened outside a table is out of reach from inside its cells
+        "<div style='visibility:hidden'><a href=http://a.example/ style='visibility:visible'>"
+        f"<table><tr><td><a href=http://b.example/>{PITCH}</a>",
+        "<div style='visibility:hidden'><h1 style='visibility:visible'><table><tr><td>"
+        f"intro</h2>{PITCH}",
+        # "<table/>" opens a table: the cell that follows is a cell, with its own style
+        f"<div style='font-size:0'><table/><tr><td style='font-size:14px'>{PITCH}",
+    ],
+)
+def test_closing_rules_stop_where_a_browser_stops_them(html: str) -> None:
+    assert PITCH in " ".join(html_to_text(html)[0].split())

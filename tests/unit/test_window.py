@@ -15,7 +15,7 @@ def test_short_ids_pass_through() -> None:
 def test_long_ids_keep_head_and_tail_with_both_specials() -> None:
     ids = [101, *range(1, 21), 102]  # [CLS] 1..20 [SEP]
     assert window.fit(ids, 8, 3) == [101, 1, 2, 3, 4, 19, 20, 102]
-    assert window.fit(ids, 8, 0) == [101, 1, 2, 3, 4, 5, 6, 7]  # head only: the old cut
+    assert window.fit(ids, 8, 0) == [101, 1, 2, 3, 4, 5, 6, 102]  # head only, as HF cuts
 
 
 def test_tail_never_swallows_the_head() -> None:
@@ -57,3 +57,19 @@ def test_hf_ids_read_the_last_words_of_a_long_review() -> None:
 def test_pad_right_with_mask() -> None:
     ids, mask = window.pad([[1, 2, 3], [4]], 0)
     assert ids == [[1, 2, 3], [4, 0, 0]] and mask == [[1, 1, 1], [1, 0, 0]]
+
+
+def test_training_and_serving_cut_a_huge_text_alike() -> None:
+    """Past ``max_length * CHARS_PER_TOKEN`` characters ``bound`` cuts the text first, on
+    the training side (``hf_ids``) as in the bundle's tokenizer (``export.inference``)."""
+    from transformers import AutoTokenizer
+
+    from textgate.export import inference
+
+    tok = AutoTokenizer.from_pretrained(str(minilm_tokenizer_dir()))
+    bundle = inference.load_tokenizer(minilm_tokenizer_dir() / "tokenizer.json", 32, 12)
+    text = "opening words " * 400 + "the middle " * 400 + "closing words here"
+    assert len(text) > 32 * window.CHARS_PER_TOKEN
+    ids = window.hf_ids(tok, [text], 32, 12)
+    assert bundle.ids([text]) == ids
+    assert tok.decode(ids[0][-4:]).endswith("closing words here [SEP]")

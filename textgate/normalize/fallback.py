@@ -17,11 +17,12 @@ _FROM = re.compile(rb"^from[ \t]*:((?:[^\n]*\n[ \t])*[^\n]*)", re.I | re.M)
 _HEADER_START = re.compile(rb"[!-9;-~]{1,200}[ \t]*:")
 # Delimiter lines split the body into parts; the header fields a part opens with say how
 # to read it. Structure, not text.
-_DELIMITER = re.compile(rb"^--[^\n]*(?:\n|\Z)", re.M)
+_DELIMITER = re.compile(rb"^--(?!>)[^\n]*(?:\n|\Z)", re.M)  # "-->" ends a comment
 _PART_FIELDS = re.compile(rb"\A(?:[!-9;-~]{1,200}[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*)+")
 _CTE = re.compile(rb"^content-transfer-encoding[ \t]*:[ \t]*([a-z0-9-]{1,40})", re.I | re.M)
 _TYPE = re.compile(rb"^content-type[ \t]*:[ \t]*([a-z0-9!#$&.+^_-]{1,80})/", re.I | re.M)
 _NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/]")
+_BASE64_WORD = re.compile(rb"[A-Za-z0-9+/]+={0,2}")
 # MIME fields of nested parts and forwarded messages: structure wherever they stand.
 _MIME_FIELD = re.compile(
     rb"^(?:content-[a-z-]{1,40}|mime-version)[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*", re.I | re.M
@@ -82,25 +83,33 @@ def best_effort(
         "best_effort": True,
         "sender": sender_of(decode_bytes(sender, None)[0]) if sender else None,
     }
-    return finish(joined[: settings.max_chars], settings, count, field="message", notes=notes)
+    # cut=True: NFC can lengthen the text past max_chars again; a message is never refused
+    return finish(
+        joined[: settings.max_chars], settings, count, field="message", notes=notes, cut=True
+    )
 
 
 def _body_text(head: bytes, body: bytes) -> bytes:
     """The body's readable bytes: its parts, each decoded as its own fields declare."""
-    top = b"" if _maintype(head) == b"multipart" else head
+    last = b"" if _maintype(head) == b"multipart" else head
     out = []
     for i, part in enumerate(_DELIMITER.split(body)):
         fields = _PART_FIELDS.match(part) if i else None
         if fields:
-            out.append(_decoded(part[fields.end() :], fields.group(0)))
+            last = fields.group(0)
+            out.append(_decoded(part[fields.end() :], last))
         else:
-            out.append(_decoded(part, top if i == 0 else b""))
+            # No fields of its own: a "--" line inside a part (a signature, a quoted
+            # "-----Original Message-----"), so the text goes on as the part it is in.
+            out.append(_decoded(part, last, inherited=i > 0))
     return b"\n".join(out)
 
 
-def _decoded(part: bytes, fields: bytes) -> bytes:
+def _decoded(part: bytes, fields: bytes, inherited: bool = False) -> bytes:
     cte = _CTE.search(fields)
     encoding = cte.group(1).lower() if cte else b""
+    if encoding == b"base64" and inherited and not _looks_base64(part):
+        encoding = b""  # a plain part after a base64 one, not the rest of it
     if encoding == b"base64":
         if _maintype(fields) not in (b"", b"text"):
             return b""  # an attachment
@@ -113,6 +122,13 @@ def _decoded(part: bytes, fields: bytes) -> bytes:
         return _QP_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), _QP_SOFT.sub(b"", part))
     # Undeclared: forwarded parts' MIME fields and base64 lines (attachments) out.
     return _BASE64_LINE.sub(b"", _MIME_FIELD.sub(b"", part))
+
+
+def _looks_base64(part: bytes) -> bool:
+    lines = part.split()
+    return bool(lines) and sum(bool(_BASE64_WORD.fullmatch(x)) for x in lines) * 10 >= 9 * len(
+        lines
+    )
 
 
 def _maintype(fields: bytes) -> bytes:

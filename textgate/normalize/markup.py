@@ -224,8 +224,13 @@ _IMPLIED["option"] = (frozenset({"option"}), frozenset({"select", "datalist", "h
 # Tags whose nearest open position each stack entry remembers, so that every implied-end
 # check is O(1) however deep the stack (100k nested spans must stay linear).
 _TRACKED = frozenset(
-    {tag for closes, stops in _IMPLIED.values() for tag in closes | stops} | _TABLE_PARTS
+    {tag for closes, stops in _IMPLIED.values() for tag in closes | stops}
+    | _TABLE_PARTS
+    | _HEADINGS
+    | {"a", "caption"}
 )
+# A link or heading opened outside a table is out of reach from inside one of its cells.
+_CELL_SCOPE = frozenset({"td", "th", "caption", "table", "html", "template"})
 
 
 # The state of <title> and <template> and what is in them: not content, so not counted as
@@ -296,6 +301,9 @@ class _TextParser(HTMLParser):
             self._push(tag, state)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":  # "<table/>" opens a table to a browser: its rows and cells follow
+            self.handle_starttag(tag, attrs)
+            return
         # "<span style=display:none/>" hides what follows in a browser (the slash means
         # nothing on a non-void element); reading it as closed errs towards showing.
         self.handle_starttag(tag, attrs)
@@ -308,8 +316,7 @@ class _TextParser(HTMLParser):
             self.out.append("\n")
         if tag in _HEADINGS and not self.counts.get(tag):
             # </h2> closes an open <h1> in a browser: <h1 hidden>x</h2>pitch shows the pitch
-            while any(self.counts.get(h) for h in _HEADINGS) and self._pop() not in _HEADINGS:
-                pass
+            self._close_in_scope(_HEADINGS, _CELL_SCOPE)
         elif self.counts.get(tag):
             while self._pop() != tag:
                 pass
@@ -351,9 +358,8 @@ class _TextParser(HTMLParser):
             self._close_in_scope(*_IMPLIED["p"])
         if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:
             self._pop()
-        if tag == "a" and self.counts.get("a"):
-            while self._pop() != "a":  # a link does not nest in a link: <a> ends the open one
-                pass
+        if tag == "a" and self.counts.get("a"):  # a link does not nest in a link
+            self._close_in_scope(frozenset({"a"}), _CELL_SCOPE)
         if tag in _ROWS:  # a row or a table section ends the open cell first
             self._close_in_scope(frozenset({"td", "th"}), frozenset({"table", "html", "template"}))
         if tag == "table" and self.stack and self.stack[-1].tag in _TABLE_PARTS:

@@ -4,6 +4,8 @@ hand-over to ``best_effort`` when the structure cannot be trusted."""
 from __future__ import annotations
 
 import functools
+import quopri
+import re
 from email.message import Message
 from email.parser import BytesParser
 from email.policy import EmailPolicy
@@ -70,7 +72,6 @@ def normalize_email(
         raise too_large("message", len(raw), settings.max_body_bytes, "max_body_bytes")
     if not raw.strip():
         raise EmptyText("the message is empty", field="message", reason="empty")
-    raw = line_ends(raw)
     tripped = guards.check(
         raw, max_header_bytes=settings.max_header_bytes, max_parts=settings.max_parts
     )
@@ -96,12 +97,6 @@ def normalize_email(
         # No text where the parser looked (a message whose first line is not a header,
         # text in a part it took for structure): read the raw bytes before saying "empty".
         return best_effort(raw, settings, count, defects=("no_text_in_structure",))
-
-
-def line_ends(raw: bytes) -> bytes:
-    """CRLF and a lone CR as LF. The parser and the guards take a lone CR for a line end;
-    quoted-printable decoding and the best-effort reader would not, and lose text."""
-    return raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in raw else raw
 
 
 class _Extraction:
@@ -210,7 +205,9 @@ class _Extraction:
         return text
 
     def _body_text(self, part: Message) -> str:
-        payload = part.get_payload(decode=True)
+        payload: Any = _qp_lone_cr(part)
+        if payload is None:
+            payload = part.get_payload(decode=True)
         data = payload if isinstance(payload, bytes) else b""
         declared = part.get_content_charset()
         text, used, replaced = decode_bytes(data, declared)
@@ -227,3 +224,23 @@ class _Extraction:
             if self.settings.keep_link_domains:
                 text = f"{text} {' '.join(dict.fromkeys(domains))}" if domains else text
         return text
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def _qp_lone_cr(part: Message) -> bytes | None:
+    """A quoted-printable body with lone CR line ends, decoded with them as line ends
+    (None: any other body). ``a2b_qp`` reads "=" + lone CR as a soft break running to the
+    next LF, so the rest of the line, or of a CR-only message, would be lost unseen."""
+    if part.get("content-transfer-encoding", "").strip().lower() != "quoted-printable":
+        return None
+    body = part.get_payload(decode=False)
+    if not isinstance(body, str) or "\r" not in body:
+        return None
+    fixed = _LONE_CR.sub("\r\n", body)
+    try:
+        data = fixed.encode("ascii", "surrogateescape")
+    except UnicodeEncodeError:
+        data = fixed.encode("raw-unicode-escape")
+    return quopri.decodestring(data)
