@@ -402,6 +402,8 @@ def test_only_chinese_sentiment_reads_the_tail_of_a_long_text_by_default() -> No
     for task in ("spam", "sentiment", "anything"):
         assert train.TrainOptions().resolved(task).tail_tokens == 0
     assert train.TrainOptions(tail_tokens=0).resolved("sentiment-zh").tail_tokens == 0
+    # a shorter window keeps the task's proportion; a tail asked for is checked as given
+    assert train.TrainOptions(max_length=64).resolved("sentiment-zh").tail_tokens == 32
     opts = train.TrainOptions(tail_tokens=65).resolved("sentiment-zh")
     with pytest.raises(errors.TrainError, match="tail-tokens 65.*0..64"):
         train.tail_of(opts, 128)

@@ -162,7 +162,12 @@ class TrainOptions:
                 d.anneal_by_clock if self.anneal_by_clock is None else self.anneal_by_clock
             ),
             ngrams=d.ngrams if self.ngrams is None else self.ngrams,
-            tail_tokens=d.tail_tokens if self.tail_tokens is None else self.tail_tokens,
+            tail_tokens=(
+                # the task's tail is half its window: a shorter --max-length halves it too
+                min(d.tail_tokens, (self.max_length or d.max_length) // 2)
+                if self.tail_tokens is None
+                else self.tail_tokens
+            ),
             threads=self.threads or _cores(),
         )
 
