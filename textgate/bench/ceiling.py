@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from textgate import window
+from textgate.export import inference
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,9 @@ def encode(tokenizer_file: Path, texts: Sequence[str], max_length: int, tail: in
     pad = tok.token_to_id("[PAD]")
     if pad is None:
         pad = tok.token_to_id("<pad>") or 0
-    if tail:
-        tok.no_truncation()
-        encs = tok.encode_batch([window.bound(t, max_length, tail) for t in texts])
-        return Encoded(tuple(tuple(window.fit(e.ids, max_length, tail)) for e in encs), int(pad))
+    if tail:  # the bundle tokenizer's own window, as the gates and the tokenize step cut
+        windowed = inference.Windowed(tok, max_length, tail)
+        return Encoded(tuple(tuple(ids) for ids in windowed.ids(texts)), int(pad))
     tok.enable_truncation(max_length)
     return Encoded(tuple(tuple(e.ids) for e in tok.encode_batch(list(texts))), int(pad))
 
