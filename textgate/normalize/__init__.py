@@ -30,6 +30,7 @@ One room per concern, lower layers first:
     text       the shared ending, normalize_text, normalize_whitespace, decode_utf8
     charsets   decode_bytes: declared charset, superset, fallback chain
     style      what an inline style hides (Shown, shown)
+    html5      HTML5's element tables (block, void, implied ends, table-only, breakout)
     markup     html_to_text, read_html (the shown text, its link domains, how much was hidden)
     sender     the From address (sender_address, sender_of)
     fallback   best_effort: raw bytes when the MIME structure is not trusted

@@ -8,230 +8,8 @@ from html.parser import HTMLParser
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from textgate.normalize import html5
 from textgate.normalize.style import SHOWN, Shown, shown
-
-# Elements whose text a browser never shows (script and style: CDATA, see handle_data).
-_HIDDEN = frozenset({"template", "title"})
-# What may stand in a <head>. Any other start tag, or text, ends an unclosed head: a
-# browser shows what follows, so a filter that waited for </head> or <body> would read
-# nothing of an HTML mail that never closes its head (a spammer's trick; real phish do it).
-_HEAD_CONTENT = frozenset(
-    {"base", "basefont", "bgsound", "link", "meta", "noscript", "script", "style", *_HIDDEN}
-)
-# Elements that separate words when rendered.
-_BLOCK = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "br",
-        "dd",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hr",
-        "li",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "tr",
-        "ul",
-        "body",
-        "html",
-        "center",
-        "option",
-        "select",
-        "textarea",
-        "button",
-    ]
-)
-
-
-# Elements that never have content or an end tag: never on the open-element stack.
-_VOID = frozenset(
-    [
-        "area",
-        "base",
-        "basefont",
-        "bgsound",
-        "br",
-        "col",
-        "embed",
-        "frame",
-        "hr",
-        "img",
-        "input",
-        "keygen",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    ]
-)
-# A start tag of one of these closes an open <p> (HTML5 "close a p element"), and a
-# heading closes a heading: without this, <p style="font-size:0">x<p>pitch would hide
-# the pitch a browser shows.
-_CLOSES_P = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "center",
-        "details",
-        "dialog",
-        "dir",
-        "div",
-        "dl",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hgroup",
-        "hr",
-        "li",
-        "dd",
-        "dt",
-        "main",
-        "menu",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "summary",
-        "table",
-        "ul",
-        "listing",
-        "plaintext",
-        "xmp",
-    ]
-)
-_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-_TABLE_PARTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
-_ROWS = frozenset({"tbody", "thead", "tfoot", "tr"})
-# Ignored by a browser outside a <table> (HTML5 "in body": parse error, ignore the token).
-_TABLE_ONLY = frozenset({"caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"})
-# What a table keeps inside it; any other element there goes before the table.
-_IN_TABLE = _TABLE_PARTS | {
-    "caption",
-    "colgroup",
-    "col",
-    "td",
-    "th",
-    "script",
-    "style",
-    "template",
-    "form",
-    "input",
-}
-# HTML start tags that break out of SVG or MathML content (HTML5 "foreign content").
-_BREAKOUT = frozenset(
-    [
-        "b",
-        "big",
-        "blockquote",
-        "body",
-        "br",
-        "center",
-        "code",
-        "dd",
-        "div",
-        "dl",
-        "dt",
-        "em",
-        "embed",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "head",
-        "hr",
-        "i",
-        "img",
-        "li",
-        "listing",
-        "menu",
-        "meta",
-        "nobr",
-        "ol",
-        "p",
-        "pre",
-        "ruby",
-        "s",
-        "small",
-        "span",
-        "strong",
-        "strike",
-        "sub",
-        "sup",
-        "table",
-        "tt",
-        "u",
-        "ul",
-        "var",
-    ]
-)
-# Start tag → (elements it closes, elements that stop the search): the implied end tags
-# of HTML5's tree builder, for the elements whose content mail hides.
-_IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
-_SCOPE = frozenset(
-    ["applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button"]
-)
-_IMPLIED["p"] = (frozenset({"p"}), _SCOPE)
-_IMPLIED["li"] = (frozenset({"li"}), _SCOPE | {"ol", "ul"})
-_IMPLIED["dd"] = _IMPLIED["dt"] = (frozenset({"dd", "dt"}), _SCOPE | {"dl"})
-for _cell in ("td", "th"):
-    _IMPLIED[_cell] = (frozenset({"td", "th"}), frozenset({"tr", "table", "html", "template"}))
-_IMPLIED["tr"] = (frozenset({"tr"}), frozenset({"table", "html", "template"}))
-for _section in ("tbody", "thead", "tfoot"):
-    _IMPLIED[_section] = (frozenset({"tbody", "thead", "tfoot"}), frozenset({"table", "html"}))
-_IMPLIED["option"] = (frozenset({"option"}), frozenset({"select", "datalist", "html"}))
-# Tags whose nearest open position each stack entry remembers, so that every implied-end
-# check is O(1) however deep the stack (100k nested spans must stay linear).
-_TRACKED = frozenset(
-    {tag for closes, stops in _IMPLIED.values() for tag in closes | stops}
-    | _TABLE_PARTS
-    | _HEADINGS
-    | {"a", "caption"}
-)
-# A link or heading opened outside a table is out of reach from inside one of its cells.
-_CELL_SCOPE = frozenset({"td", "th", "caption", "table", "html", "template"})
-
 
 # The state of <title> and <template> and what is in them: not content, so not counted as
 # hidden text (a distinct instance: descendants of a gone element share their parent's).
@@ -270,7 +48,7 @@ class _TextParser(HTMLParser):
         self.body_started = False  # after it, <head> and </head> are ignored, as browsers do
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _TABLE_ONLY and not self.counts.get("table"):
+        if tag in html5.TABLE_ONLY and not self.counts.get("table"):
             return  # a cell or row outside a table is no element to a browser, nor its style
         if tag == "head":
             self.in_head = not self.body_started
@@ -278,26 +56,26 @@ class _TextParser(HTMLParser):
             self._start_body()
             while self.counts.get("title") or self.counts.get("template"):
                 self._pop()  # an unclosed <title> in the head does not hide the body
-        elif self.in_head and tag not in _HEAD_CONTENT:
+        elif self.in_head and tag not in html5.HEAD_CONTENT:
             self._start_body()
         self._close_implied(tag)
-        if tag in _BLOCK:
+        if tag in html5.BLOCK:
             self.out.append("\n")
-        state = self._context() if tag in _IN_TABLE else self._text_context()
+        state = self._context() if tag in html5.IN_TABLE else self._text_context()
         if tag not in ("html", "head", "body"):  # their style would hide the whole mail
             values: dict[str, str | None] = {}
             for name, value in attrs:  # a browser keeps the first of a repeated attribute
                 values.setdefault(name, value)
             state = (
                 _NOT_CONTENT
-                if tag in _HIDDEN
+                if tag in html5.HIDDEN
                 else shown(state, values.get("style"), "hidden" in values)
             )
             if tag == "a" and state.text_shown:
                 domain = _link_domain(values.get("href"))
                 if domain:
                     self.domains.append(domain)
-        if tag not in _VOID:
+        if tag not in html5.VOID:
             self._push(tag, state)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -312,11 +90,11 @@ class _TextParser(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "head" and self.in_head:
             self._start_body()
-        if tag in _BLOCK:
+        if tag in html5.BLOCK:
             self.out.append("\n")
-        if tag in _HEADINGS and not self.counts.get(tag):
+        if tag in html5.HEADINGS and not self.counts.get(tag):
             # </h2> closes an open <h1> in a browser: <h1 hidden>x</h2>pitch shows the pitch
-            self._close_in_scope(_HEADINGS, _CELL_SCOPE)
+            self._close_in_scope(html5.HEADINGS, html5.CELL_SCOPE)
         elif self.counts.get(tag):
             while self._pop() != tag:
                 pass
@@ -345,27 +123,27 @@ class _TextParser(HTMLParser):
     def _text_context(self) -> Shown:
         """Where text (or an element not made for tables) lands: in a table outside any
         cell, before the table."""
-        if not self.stack or self.stack[-1].tag not in _TABLE_PARTS:
+        if not self.stack or self.stack[-1].tag not in html5.TABLE_PARTS:
             return self._context()
         table = self.stack[-1].near.get("table", -1)
         return self.stack[table - 1].state if table > 0 else SHOWN
 
     def _close_implied(self, tag: str) -> None:
-        if tag in _BREAKOUT and (self.counts.get("svg") or self.counts.get("math")):
+        if tag in html5.BREAKOUT and (self.counts.get("svg") or self.counts.get("math")):
             while self.counts.get("svg") or self.counts.get("math"):
                 self._pop()  # HTML in SVG or MathML ends them: <svg hidden><p> shows the <p>
-        if tag in _CLOSES_P:
-            self._close_in_scope(*_IMPLIED["p"])
-        if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:
+        if tag in html5.CLOSES_P:
+            self._close_in_scope(*html5.IMPLIED["p"])
+        if tag in html5.HEADINGS and self.stack and self.stack[-1].tag in html5.HEADINGS:
             self._pop()
         if tag == "a" and self.counts.get("a"):  # a link does not nest in a link
-            self._close_in_scope(frozenset({"a"}), _CELL_SCOPE)
-        if tag in _ROWS:  # a row or a table section ends the open cell first
+            self._close_in_scope(frozenset({"a"}), html5.CELL_SCOPE)
+        if tag in html5.ROWS:  # a row or a table section ends the open cell first
             self._close_in_scope(frozenset({"td", "th"}), frozenset({"table", "html", "template"}))
-        if tag == "table" and self.stack and self.stack[-1].tag in _TABLE_PARTS:
+        if tag == "table" and self.stack and self.stack[-1].tag in html5.TABLE_PARTS:
             self._close_in_scope(frozenset({"table"}), frozenset({"html"}))
-        if tag in _IMPLIED and tag != "p":
-            self._close_in_scope(*_IMPLIED[tag])
+        if tag in html5.IMPLIED and tag != "p":
+            self._close_in_scope(*html5.IMPLIED[tag])
 
     def _close_in_scope(self, closes: frozenset[str], stops: frozenset[str]) -> None:
         if not self.stack:
@@ -378,7 +156,7 @@ class _TextParser(HTMLParser):
 
     def _push(self, tag: str, state: Shown) -> None:
         near = self.stack[-1].near if self.stack else {}
-        if tag in _TRACKED:
+        if tag in html5.TRACKED:
             near = {**near, tag: len(self.stack)}
         self.stack.append(_Open(tag, state, near))
         self.counts[tag] = self.counts.get(tag, 0) + 1
