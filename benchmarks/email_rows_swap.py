@@ -10,7 +10,7 @@ A normalizer version changes a handful of corpus rows (docs/email-model.md, "One
 normalization"); this runs ``textgate`` on this checkout's rows with only some of them put
 back, so a fold's move can be traced to the rows that caused it. Measured with it: the 9
 honeypot phish rows normalizer 6 reads differently are the whole of the newsletter fold's
-move under seeds 42 and 2, and 2 of them most of it under seed 42
+move under seeds 42 and 2, and 2 of them most of it under both
 (benchmarks/results/email_newsletter_norm5_vs_6.json, docs/email-model.md).
 """
 
