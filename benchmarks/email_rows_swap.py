@@ -60,7 +60,9 @@ def run(path: Path, prefixes: list[str], argv: list[str]) -> int:
 
 
 def cli() -> int:
-    mine, _, theirs = " ".join(sys.argv[1:]).partition(" -- ")  # textgate's arguments follow --
+    args_in = sys.argv[1:]
+    cut = args_in.index("--") if "--" in args_in else len(args_in)  # textgate's follow --
+    mine, theirs = args_in[:cut], args_in[cut + 1 :]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("dump", help="write this checkout's corpus rows")
@@ -68,11 +70,11 @@ def cli() -> int:
     r = sub.add_parser("run", help="run ROWS --groups G -- textgate ARGS")
     r.add_argument("rows", type=Path)
     r.add_argument("--groups", nargs="+", required=True, help="source group prefixes")
-    args = ap.parse_args(mine.split())
+    args = ap.parse_args(mine)
     if args.cmd == "dump":
         dump(args.rows)
         return 0
-    return run(args.rows, args.groups, theirs.split())
+    return run(args.rows, args.groups, theirs)
 
 
 if __name__ == "__main__":
