@@ -295,6 +295,7 @@ def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
         (["--base", str(tmp_path / "missing"), "-o", str(tmp_path / "o1")], "does not exist"),
         (["-o", str(tmp_path / "out")], "--force"),
         (["--epochs", "0", "-o", str(tmp_path / "o2")], "--epochs must be positive"),
+        (["--per-group", "0", "-o", str(tmp_path / "o3")], "--per-group must be positive"),
     ]
     for extra, expected in cases:
         proc = subprocess.run(
@@ -348,6 +349,17 @@ def test_train_is_registered_in_the_cli() -> None:
     from textgate.commands import training
 
     assert args.handler is training._run_train
+
+
+def test_train_and_build_take_a_cap_on_rows_a_source_group() -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args(["train", "--task", "spam", "-o", "x"]).per_group is None
+    args = parser.parse_args(["train", "--task", "spam", "-o", "x", "--per-group", "250"])
+    assert args.per_group == 250
+    assert parser.parse_args(["build", "spam", "-o", "x", "--per-group", "250"]).per_group == 250
+    # unset, the task's recipe decides; set, it overrides it
+    assert train.TrainOptions().resolved("spam").per_group == train.TASK_DEFAULTS["spam"].per_group
+    assert train.TrainOptions(per_group=250).resolved("spam").per_group == 250
 
 
 def test_schedule_decays_by_the_clock_when_a_budget_binds() -> None:

@@ -170,6 +170,9 @@ def _add_build(sub: Subparsers) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
     data_source_options(p)
     p.add_argument("--max-minutes", type=float, help="training time budget")
+    p.add_argument(
+        "--per-group", type=int, help="transformer training rows a source group (default: per task)"
+    )
     p.add_argument("--seed", type=int, default=42, help="seed for everything random")
     p.add_argument("--rebuild", action="store_true", help="ignore the cache")
     p.add_argument("--force", action="store_true", help="replace a non-bundle directory at -o")
@@ -180,7 +183,9 @@ def _add_build(sub: Subparsers) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     from textgate import build, train
 
-    options = train.TrainOptions(max_minutes=args.max_minutes, seed=args.seed)
+    options = train.TrainOptions(
+        max_minutes=args.max_minutes, per_group=args.per_group, seed=args.seed
+    )
     args.task = args.task.strip()
     table = load_table(args)
     manifest = build.build(

@@ -194,6 +194,11 @@ def _add_train(sub: Subparsers) -> None:
     p.add_argument("--patience", type=int, default=2, help="epochs without improvement")
     p.add_argument("--max-minutes", type=float, help="time budget; keeps the best epoch")
     p.add_argument(
+        "--per-group",
+        type=int,
+        help="training rows kept a source group, content-hash chosen (default: per task)",
+    )
+    p.add_argument(
         "--class-weights",
         choices=["balanced", "sqrt", "none"],
         help="loss weights against class imbalance (default: per task)",
@@ -228,6 +233,7 @@ def _run_train(args: argparse.Namespace) -> int:
         limit=args.limit,
         patience=args.patience,
         max_minutes=args.max_minutes,
+        per_group=args.per_group,
         class_weights=args.class_weights,
         ngrams=args.ngrams,
         force=args.force,
