@@ -52,7 +52,7 @@ class TaskDefaults:
 # A budget stops between batches and keeps the best epoch; --max-minutes overrides it.
 TASK_DEFAULTS: dict[str, TaskDefaults] = {
     # The e-mail model: 17 source groups (12 real; the generated modern, bulk and list ham,
-    # lures and poisoned spam) capped at 500 training rows each (8,190 rows), so no one
+    # lures and poisoned spam) capped at 500 training rows each (8,162 rows), so no one
     # mailbox's style defines "ham" and one epoch fits the demo's budget: 380 s on a quiet
     # box. 500 rather than 400 (6,700 rows, 303-346 s): leave-one-source-out and test F1 rose
     # on every fold of the same seed (docs/email-model.md, "500 rows a group"). The rate
