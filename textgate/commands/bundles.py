@@ -18,6 +18,7 @@ from textgate.commands.common import (
     fmt,
     load_table,
     out,
+    per_group_option,
     print_json,
     split_list,
 )
@@ -170,9 +171,7 @@ def _add_build(sub: Subparsers) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
     data_source_options(p)
     p.add_argument("--max-minutes", type=float, help="training time budget")
-    p.add_argument(
-        "--per-group", type=int, help="transformer training rows a source group (default: per task)"
-    )
+    per_group_option(p)
     p.add_argument("--seed", type=int, default=42, help="seed for everything random")
     p.add_argument("--rebuild", action="store_true", help="ignore the cache")
     p.add_argument("--force", action="store_true", help="replace a non-bundle directory at -o")

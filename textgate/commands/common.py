@@ -80,6 +80,16 @@ def data_source_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def per_group_option(p: argparse.ArgumentParser) -> None:
+    """``--per-group``, as ``train`` and ``build`` share it (``evaluate`` has its own default)."""
+    p.add_argument(
+        "--per-group",
+        type=int,
+        help="transformer training rows kept a source group, content-hash chosen "
+        "(default: per task)",
+    )
+
+
 def data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", required=True, help="spam, sentiment, sentiment-zh or your own name")
     data_source_options(p)

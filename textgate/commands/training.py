@@ -15,6 +15,7 @@ from textgate.commands.common import (
     data_options,
     load_table,
     out,
+    per_group_option,
     print_json,
     split_list,
 )
@@ -193,11 +194,7 @@ def _add_train(sub: Subparsers) -> None:
     p.add_argument("--limit", type=int, help="use only this many rows in all (quick runs)")
     p.add_argument("--patience", type=int, default=2, help="epochs without improvement")
     p.add_argument("--max-minutes", type=float, help="time budget; keeps the best epoch")
-    p.add_argument(
-        "--per-group",
-        type=int,
-        help="training rows kept a source group, content-hash chosen (default: per task)",
-    )
+    per_group_option(p)
     p.add_argument(
         "--class-weights",
         choices=["balanced", "sqrt", "none"],
