@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -208,3 +210,50 @@ def test_the_cli_passes_the_seed_to_every_fold(
     options = [run["options"] for run in runs]
     assert all(isinstance(o, evaluate.FoldOptions) for o in options)
     assert [o.seed for o in options if isinstance(o, evaluate.FoldOptions)] == [want]
+
+
+Scored = tuple[np.ndarray, dict[str, object]]
+
+
+def _fake_transformer(stopped: str, steps_run: int) -> Callable[..., Scored]:
+    def fake(table: data.Table, train_idx: np.ndarray, test_idx: np.ndarray, _o: object) -> Scored:
+        record = {"stopped": stopped, "steps_run": steps_run, "steps_planned": 8, "seconds": 1.5}
+        return np.full(len(test_idx), 0.5), record
+
+    return fake
+
+
+@pytest.mark.parametrize(("stopped", "steps_run"), [("completed", 8), ("time_budget", 3)])
+def test_each_fold_keeps_its_transformer_run_and_a_cut_one_is_said(
+    monkeypatch: pytest.MonkeyPatch, stopped: str, steps_run: int
+) -> None:
+    """A fold whose training the budget stopped reads like any other by F1 alone; the report
+    and the log must say which folds they are."""
+    table = _table(
+        {
+            "a/ham": ("ham", _rows(HAMMY, "a")),
+            "b/spam": ("spam", _rows(SPAMMY, "b")),
+            "c/ham": ("ham", _rows(HAMMY, "c")),
+            "d/spam": ("spam", _rows(SPAMMY, "d")),
+        }
+    )
+    monkeypatch.setattr(evaluate, "transformer", _fake_transformer(stopped, steps_run))
+    said: list[str] = []
+    report = evaluate.by_source(table, models=("transformer",), log=said.append)
+    held = [" + ".join(f["held_out"]) for f in report["folds"]]
+    assert held == ["a/ham", "b/spam", "c/ham", "d/spam"]
+    assert all(f["training"]["steps_run"] == steps_run for f in report["folds"])
+    cut = stopped == "time_budget"
+    assert report["budget_cut"] == (held if cut else [])
+    warned = [m for m in said if "budget stopped training after 3 of 8 steps" in m]
+    assert len(warned) == (4 if cut else 0)
+    md = evaluate.markdown(report)
+    assert f"- a/ham: {steps_run}/8 steps, 2 s, {stopped}" in md
+    assert ("cut by the budget" in md) == cut
+
+
+def test_a_report_without_a_transformer_has_no_training_lines() -> None:
+    table = _table({"a/ham": ("ham", _rows(HAMMY, "a")), "b/spam": ("spam", _rows(SPAMMY, "b"))})
+    report = evaluate.by_source(table, models=("naive-bayes",), options=evaluate.FoldOptions())
+    assert "budget_cut" not in report
+    assert "Transformer training" not in evaluate.markdown(report)

@@ -165,6 +165,34 @@ def test_time_budget_stops_and_keeps_a_model(
     info = json.loads((tmp_path / "c/textgate.json").read_text())
     assert info["stopped"] == "time_budget"
     assert info["epochs_run"] == 1 and info["best_epoch"] == 1
+    # 48 rows in batches of 8 over 5 epochs: the budget ran out after the first step
+    assert (info["steps_run"], info["steps_planned"]) == (1, 30)
+    assert info["history"][0]["steps"] == 1
+
+
+def test_a_run_whose_last_step_ends_past_the_budget_completed(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One batch holds every row: the budget is spent only after the planned step ran, so the
+    run is the model its options describe and must not be reported as cut."""
+    from textgate.train import loop
+
+    monkeypatch.setattr(loop.Deadline, "passed", lambda _self: True)
+    opts = train.TrainOptions(epochs=1, batch_size=64, max_minutes=1.0, progress=False)
+    train.train(splits, bases["bert"], tmp_path / "f", task="toy", options=opts)
+    info = json.loads((tmp_path / "f/textgate.json").read_text())
+    assert (info["stopped"], info["steps_run"], info["steps_planned"]) == ("completed", 1, 1)
+
+
+def test_fit_predict_returns_scores_and_the_run(bases: dict[str, Path], splits: FakeSplits) -> None:
+    opts = train.TrainOptions(epochs=2, batch_size=8, progress=False)
+    texts = list(splits.test.texts)
+    probs, history = train.fit_predict(splits, texts, task="toy", options=opts, base=bases["bert"])
+    assert probs.shape == (len(texts), 2) and np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    record = history.record()
+    assert record["steps_planned"] == 12 and 0 < record["steps_run"] <= 12
+    assert record["stopped"] in ("completed", "early_stopping")
+    assert record["steps_run"] == sum(row["steps"] for row in record["history"])
 
 
 def test_limit_samples_every_split(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -200,8 +199,10 @@ def fit_predict(
     options: TrainOptions | None = None,
     log: Callable[[str], None] | None = None,
     base: Path | None = None,
-) -> np.ndarray:
-    """Fine-tune the packaged base on ``splits`` and return class probabilities for ``texts``.
+) -> tuple[np.ndarray, History]:
+    """Fine-tune the packaged base on ``splits``: class probabilities for ``texts``, and the
+    run's history (whether the budget cut it, so a fold's score is not read as the model the
+    options describe when it is less).
 
     Writes nothing: the evaluation folds (``textgate evaluate --by-source``) train one model
     per held-out source and only need its scores.
@@ -223,8 +224,11 @@ def fit_predict(
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
     tail = tail_of(opts, max_length)
     enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length, tail) for k in Parts._fields}
-    fit(model, enc, parts, labels, replace(opts, max_length=max_length), log or (lambda _m: None))
-    return predict(model, encode(tokenizer, list(texts), max_length, tail), model_pad_id(model))
+    history = fit(
+        model, enc, parts, labels, replace(opts, max_length=max_length), log or (lambda _m: None)
+    )
+    ids = encode(tokenizer, list(texts), max_length, tail)
+    return predict(model, ids, model_pad_id(model)), history
 
 
 def _run(
@@ -246,9 +250,7 @@ def _run(
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
     tail = tail_of(opts, max_length)
     enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length, tail) for k in Parts._fields}
-    started = time.monotonic()
     history = fit(model, enc, parts, labels, replace(opts, max_length=max_length), say)
-    train_seconds = time.monotonic() - started
     probs = predict(model, enc["test"], tokenizer.pad_token_id or 0)
     report = metrics.classification_report(parts.test.ids, probs, labels)
     save_model(model, tokenizer, tmp)
@@ -257,10 +259,7 @@ def _run(
     info = {
         "max_length": max_length,
         "tail_tokens": tail,
-        "train_seconds": round(train_seconds, 1),
-        "epochs_run": len(history.epochs),
-        "best_epoch": history.best_epoch,
-        "stopped": history.stopped,
-        "history": history.epochs,
+        "train_seconds": round(history.seconds, 1),
+        **history.record(),
     }
     return {"metrics": report, "info": info}

@@ -22,10 +22,29 @@ EVAL_BATCH = 64
 
 @dataclass
 class History:
+    """What a run did. ``stopped`` is ``time_budget`` only when the budget cut planned steps
+    (a run whose last step lands after the deadline completed); readers of a result need to
+    know whether it is the model the options describe or a budget's truncation of it."""
+
     epochs: list[dict[str, float]] = field(default_factory=list)
     best_epoch: int = 0
     best_f1: float = -1.0
     stopped: str = "completed"
+    steps_planned: int = 0
+    steps_run: int = 0
+    seconds: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        """The run as a report carries it (``textgate.json``, ``evaluate``'s folds)."""
+        return {
+            "stopped": self.stopped,
+            "steps_run": self.steps_run,
+            "steps_planned": self.steps_planned,
+            "epochs_run": len(self.epochs),
+            "best_epoch": self.best_epoch,
+            "seconds": round(self.seconds, 1),
+            "history": self.epochs,
+        }
 
 
 def seed_everything(seed: int) -> None:
@@ -176,7 +195,8 @@ def fit(
     targets = torch.tensor(parts.train.ids, dtype=torch.long)
     pad_id = model_pad_id(model)
     rng = np.random.default_rng(opts.seed)
-    history, best_state = History(), None
+    history, best_state = History(steps_planned=epochs * steps_per_epoch), None
+    started = time.monotonic()
     with _progress(opts.progress) as bar:
         task_id = bar.add_task("train", total=epochs * steps_per_epoch, info="")
         for epoch in range(1, epochs + 1):
@@ -198,6 +218,7 @@ def fit(
                 sched.step()
                 optim.zero_grad(set_to_none=True)
                 losses.append(loss.item())
+                history.steps_run += 1
                 bar.update(task_id, advance=1, info=f"epoch {epoch} loss {np.mean(losses):.4f}")
                 if deadline.passed():
                     break
@@ -206,6 +227,7 @@ def fit(
                 "epoch": epoch,
                 "loss": round(float(np.mean(losses)), 5),
                 "val_macro_f1": round(val, 5),
+                "steps": len(losses),
                 "seconds": round(time.monotonic() - t0, 1),
             }
             history.epochs.append(row)
@@ -217,12 +239,13 @@ def fit(
                 f"epoch {epoch}: loss {row['loss']:.4f}  validation macro-F1 {val:.4f}"
                 f"{'  (best)' if improved else ''}  {row['seconds']:.0f}s"
             )
-            if deadline.passed():
+            if deadline.passed() and history.steps_run < history.steps_planned:
                 history.stopped = "time_budget"
                 break
             if epoch < epochs and epoch - history.best_epoch >= opts.patience:
                 history.stopped = "early_stopping"
                 break
+    history.seconds = time.monotonic() - started
     if best_state is not None:
         model.load_state_dict(best_state)
     return history
