@@ -54,7 +54,7 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
     # The e-mail model: 17 source groups (12 real; the generated modern, bulk and list ham,
     # lures and poisoned spam) capped at 500 training rows each (8,162 rows), so no one
     # mailbox's style defines "ham" and one epoch fits the demo's budget: 380 s on a quiet
-    # box. 500 rather than 400 (6,700 rows, 303-319 s): leave-one-source-out rose on 11 of 12
+    # box. 500 rather than 400 (6,700 rows, 303-319 s): leave-one-source-out rose on 15 of 18
     # folds x seeds and test F1 on the mean (docs/email-model.md, "500 rows a group"). The rate
     # decays by the steps only: a budget that ends the epoch early (a slow box) stops it
     # with the rate not yet at zero, hence 10 minutes for a box 1.5 times slower.
