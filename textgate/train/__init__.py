@@ -256,10 +256,11 @@ def _run(
     save_model(model, tokenizer, tmp)
     write_data(tmp / "data", parts, labels)
     write_reports(tmp, report, parts.test.ids, probs, labels)
+    run = history.record()
     info = {
         "max_length": max_length,
         "tail_tokens": tail,
-        "train_seconds": round(history.seconds, 1),
-        **history.record(),
+        "train_seconds": run.pop("seconds"),  # textgate.json's name for it since the start
+        **run,
     }
     return {"metrics": report, "info": info}
