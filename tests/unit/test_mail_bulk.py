@@ -2,19 +2,16 @@ from __future__ import annotations
 
 from email import message_from_bytes
 
-from textgate import data
-from textgate.mail import bulk, model_text
+from textgate.mail import model_text
+from textgate.mail.synthetic import bulk
 from textgate.normalize import NormalizeSettings
 
 
-def test_generated_bulk_mail_is_seeded_distinct_and_real_rfc822() -> None:
-    first, again = list(bulk.items(70)), list(bulk.items(70))
-    assert [i.raw for i in first] == [i.raw for i in again]  # same messages on every build
-    assert len({i.raw for i in first}) == 70
-    assert {i.label for i in first} == {"ham"} and {i.group for i in first} == {bulk.GROUP}
-    for item in first:
-        msg = message_from_bytes(item.raw)
-        assert msg["From"] and msg["Subject"] and msg["Date"] and msg["List-Unsubscribe"]
+# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+def test_generated_bulk_mail_is_unsubscribable_ham_with_its_footer() -> None:
+    for item in bulk.items(70):
+        assert item.label == "ham"
+        assert message_from_bytes(item.raw)["List-Unsubscribe"]
         text = model_text(item.raw, NormalizeSettings())
         assert len(text.split()) >= 20, text  # a body reaches the model, HTML or plain
         assert "all rights reserved" in text.lower()  # the footer survives the tail window
@@ -27,9 +24,3 @@ def test_every_kind_is_generated_and_no_corpus_sender_is_imitated() -> None:
     # the genre is the point, not the senders the held-out TREC group subscribed to
     for name in ("CNN", "CBS", "AccuWeather", "Netflix", "FOX News"):
         assert not any(name in r for r in raws), name
-
-
-def test_generated_bulk_mail_is_training_data_only() -> None:
-    # data.split keeps every group with this prefix out of validation and test
-    # (tests/unit/test_data.py::test_generated_groups_only_ever_train)
-    assert bulk.GROUP.startswith(data.table.TRAIN_ONLY_PREFIX)

@@ -3,20 +3,18 @@ from __future__ import annotations
 import re
 from email import message_from_bytes
 
-from textgate import data
-from textgate.mail import EMAIL_SOURCES, iter_email_corpus, lists, model_text
+from textgate.mail import model_text
+from textgate.mail.synthetic import lists
 from textgate.normalize import NormalizeSettings
 
 
-def test_generated_list_mail_is_seeded_distinct_and_real_rfc822() -> None:
-    first, again = list(lists.items(80)), list(lists.items(80))
-    assert [i.raw for i in first] == [i.raw for i in again]  # same messages on every build
-    assert len({i.raw for i in first}) == 80
-    assert {i.label for i in first} == {"ham"} and {i.group for i in first} == {lists.GROUP}
+# seeded, counted, real RFC 822, training only, left out by --exclude-source:
+# tests/unit/test_mail_synthetic.py
+def test_generated_list_mail_carries_list_headers_and_stays_distinct_when_normalized() -> None:
     texts = set()
-    for item in first:
-        msg = message_from_bytes(item.raw)
-        assert msg["From"] and msg["Subject"] and msg["Date"] and msg["List-Id"]
+    for item in lists.items(80):
+        assert item.label == "ham"
+        assert message_from_bytes(item.raw)["List-Id"]
         text = model_text(item.raw, NormalizeSettings())
         assert len(text.split()) >= 15, text  # a body reaches the model
         texts.add(text)
@@ -48,20 +46,3 @@ def test_no_list_of_the_held_out_trec_group_is_imitated() -> None:
         "kate bush",
     ):
         assert not re.search(rf"(?<![\w-]){re.escape(name)}", raws), name
-
-
-def test_generated_list_mail_is_training_data_only_and_can_be_left_out() -> None:
-    # data.split keeps every group with this prefix out of validation and test
-    # (tests/unit/test_data.py::test_generated_groups_only_ever_train)
-    assert lists.GROUP.startswith(data.table.TRAIN_ONLY_PREFIX)
-    assert lists.SOURCE in EMAIL_SOURCES
-    kept = iter_email_corpus(
-        exclude_sources=("enron-raw", "enron-spam-pre", "trec07p", "phishing-pot")
-    )
-    assert not any(
-        item.group == lists.GROUP
-        for item in iter_email_corpus(
-            exclude_sources=("enron-raw", "enron-spam-pre", "trec07p", "phishing-pot", lists.SOURCE)
-        )
-    )
-    assert any(item.group == lists.GROUP for item in kept)

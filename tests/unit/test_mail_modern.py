@@ -2,18 +2,15 @@ from __future__ import annotations
 
 from email import message_from_bytes
 
-from textgate.mail import model_text, modern
+from textgate.mail import model_text
+from textgate.mail.synthetic import modern
 from textgate.normalize import NormalizeSettings
 
 
-def test_generated_mail_is_seeded_distinct_and_real_rfc822() -> None:
-    first, again = list(modern.items(40)), list(modern.items(40))
-    assert [i.raw for i in first] == [i.raw for i in again]  # same messages on every build
-    assert len({i.raw for i in first}) == 40
-    assert {i.label for i in first} == {"ham"} and {i.group for i in first} == {modern.GROUP}
-    for item in first:
-        msg = message_from_bytes(item.raw)
-        assert msg["From"] and msg["Subject"] and msg["Date"]
+# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+def test_generated_mail_reaches_the_model() -> None:
+    for item in modern.items(40):
+        assert item.label == "ham"
         text = model_text(item.raw, NormalizeSettings())
         assert len(text.split()) >= 8, text  # a body reaches the model, HTML or plain
 

@@ -23,9 +23,9 @@ One room per concern, in the order of the flow:
     leaks       scrub: the corpus's label leaks neutralized
     text        model_text, rows: messages normalized as the gateway serves them
     corpus      the packaged corpus: pins, manifest, fine source groups, cached rows
-    modern, bulk, lists, lures, poison  generated training mail the corpus lacks: modern
-                transactional, subscribed and mailing-list ham, today's phishing lures, and
-                Bayes-poisoned spam
+    synthetic/  generated training mail the corpus lacks, one REGISTRY of generators (modern
+                transactional, subscribed and mailing-list ham, today's phishing lures,
+                Bayes-poisoned spam) on shared helpers; training rows only
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from textgate.mail.corpus import (
     manifest,
 )
 from textgate.mail.leaks import scrub
+from textgate.mail.synthetic import REGISTRY, Generator, bulk, lists, lures, modern, poison
 from textgate.mail.text import model_text, rows
 
 __all__ = [
@@ -61,17 +62,25 @@ __all__ = [
     "MAIL_SUFFIXES",
     "MAX_MESSAGE_BYTES",
     "NONCOMMERCIAL_SOURCES",
+    "REGISTRY",
     "TAR_SUFFIXES",
+    "Generator",
     "MailItem",
     "MailReport",
+    # the generator modules as before the move: callers read mail.modern.COUNT, ...
+    "bulk",
     "corpus_rows",
     "email_corpus_dir",
     "fine_group",
     "is_mail_path",
     "iter_email_corpus",
     "iter_mail",
+    "lists",
+    "lures",
     "manifest",
     "model_text",
+    "modern",
+    "poison",
     "read_label_map",
     "rows",
     "scrub",

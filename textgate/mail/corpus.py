@@ -20,10 +20,11 @@ from rich.console import Console
 from rich.progress import Progress
 
 from textgate import normalize as normalize_module
+from textgate import signals as signals_module
 from textgate import sources
 from textgate.errors import DataError, SourceError
-from textgate.mail import bulk, lists, lures, modern, poison
 from textgate.mail.containers import MailItem, MailReport
+from textgate.mail.synthetic import REGISTRY
 from textgate.mail.text import rows
 from textgate.normalize import NormalizeSettings, fingerprint
 
@@ -40,11 +41,7 @@ EMAIL_SOURCES = (
     "enron-spam-pre",
     "trec07p",
     "phishing-pot",
-    modern.SOURCE,
-    bulk.SOURCE,
-    lists.SOURCE,
-    lures.SOURCE,
-    poison.SOURCE,
+    *(generator.source for generator in REGISTRY),
 )
 NONCOMMERCIAL_SOURCES = {"phishing-pot": "CC BY-NC 4.0"}
 
@@ -104,16 +101,9 @@ def iter_email_corpus(exclude_sources: tuple[str, ...] = ()) -> Iterator[MailIte
                     continue
                 raw = handle.read()
                 yield MailItem(member.name, raw, row["label"], fine_group(row, raw))
-    if modern.SOURCE not in exclude_sources:  # generated modern ham: training rows only
-        yield from modern.items()
-    if bulk.SOURCE not in exclude_sources:  # generated subscribed bulk ham: training rows only
-        yield from bulk.items()
-    if lists.SOURCE not in exclude_sources:  # generated mailing-list ham: training rows only
-        yield from lists.items()
-    if lures.SOURCE not in exclude_sources:  # generated phishing lures: training rows only
-        yield from lures.items()
-    if poison.SOURCE not in exclude_sources:  # generated padded spam: training rows only
-        yield from poison.items()
+    for generator in REGISTRY:  # generated mail: training rows only
+        if generator.source not in exclude_sources:
+            yield from generator.items()
 
 
 def fine_group(row: Mapping[str, str], raw: bytes) -> str:
@@ -138,7 +128,9 @@ def fine_group(row: Mapping[str, str], raw: bytes) -> str:
 
 
 def corpus_rows(
-    exclude_sources: tuple[str, ...], settings: NormalizeSettings
+    exclude_sources: tuple[str, ...],
+    settings: NormalizeSettings,
+    symbols: dict[int, tuple[str, ...]] | None = None,
 ) -> tuple[list[tuple[int, str, str]], dict[int, str], MailReport]:
     """``rows`` of the packaged corpus, cached: normalizing 18,200 messages takes ~30 s.
 
@@ -150,8 +142,10 @@ def corpus_rows(
     for name in EMAIL_ARCHIVES:
         _checked(folder / name)
     normalizer = sorted(Path(normalize_module.__file__).parent.glob("*.py"))
-    reader = sorted(Path(__file__).parent.glob("*.py"))  # this package: containers, leaks...
-    code = b"".join(f.read_bytes() for f in (*normalizer, *reader))
+    # this package with its subpackage: a changed generator (synthetic/) must miss the cache
+    reader = sorted(Path(__file__).parent.rglob("*.py"))
+    symbols_code = sorted(Path(signals_module.__file__).parent.glob("*.py"))
+    code = b"".join(f.read_bytes() for f in (*normalizer, *reader, *symbols_code))
     key = hashlib.sha256(
         json.dumps([EMAIL_ARCHIVES, fingerprint(settings), sorted(exclude_sources)]).encode() + code
     ).hexdigest()[:24]
@@ -162,12 +156,23 @@ def corpus_rows(
         report.skipped.update(cached["skipped"])
         report.names.update(cached["names"])
         rows = [tuple(r) for r in cached["rows"]]
+        if symbols is not None:
+            symbols.update({int(k): tuple(v) for k, v in cached["symbols"].items()})
         return rows, {int(k): v for k, v in cached["groups"].items()}, report  # type: ignore[return-value]
     except (OSError, ValueError, KeyError, EOFError):
         pass  # no cache yet, or a damaged one: rebuild it
     items = iter_email_corpus(exclude_sources)
-    rows, groups = _rows_with_progress(items, settings, report)
-    blob = {"rows": rows, "groups": groups, "skipped": report.skipped, "names": report.names}
+    fired: dict[int, tuple[str, ...]] = {}
+    rows, groups = _rows_with_progress(items, settings, report, fired)
+    if symbols is not None:
+        symbols.update(fired)
+    blob = {
+        "rows": rows,
+        "groups": groups,
+        "symbols": fired,
+        "skipped": report.skipped,
+        "names": report.names,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_bytes(gzip.compress(json.dumps(blob).encode(), compresslevel=3))
@@ -176,12 +181,15 @@ def corpus_rows(
 
 
 def _rows_with_progress(
-    items: Iterator[MailItem], settings: NormalizeSettings, report: MailReport
+    items: Iterator[MailItem],
+    settings: NormalizeSettings,
+    report: MailReport,
+    symbols: dict[int, tuple[str, ...]],
 ) -> tuple[list[tuple[int, str, str]], dict[int, str]]:
     with Progress(transient=True, console=Console(stderr=True)) as bar:
         task = bar.add_task(
             "normalizing the e-mail corpus",
-            total=18_200 + modern.COUNT + bulk.COUNT + lists.COUNT + lures.COUNT + poison.COUNT,
+            total=18_200 + sum(generator.count for generator in REGISTRY),
         )
 
         def counted() -> Iterator[MailItem]:
@@ -189,4 +197,4 @@ def _rows_with_progress(
                 bar.advance(task)
                 yield item
 
-        return rows(counted(), settings, report, scrub_leaks=True)
+        return rows(counted(), settings, report, scrub_leaks=True, symbols=symbols)

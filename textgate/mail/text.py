@@ -16,6 +16,12 @@ def model_text(raw: bytes, settings: NormalizeSettings) -> str:
     return normalize_email(raw, settings).pieces[0]
 
 
+def model_input(raw: bytes, settings: NormalizeSettings) -> tuple[str, tuple[str, ...]]:
+    """``model_text`` and the structure symbols the combiner reads beside it."""
+    normalized = normalize_email(raw, settings)
+    return normalized.pieces[0], normalized.notes.symbols
+
+
 def rows(
     items: Iterator[MailItem],
     settings: NormalizeSettings,
@@ -23,13 +29,15 @@ def rows(
     *,
     scrub_leaks: bool = False,
     strict: bool = False,
+    symbols: dict[int, tuple[str, ...]] | None = None,
 ) -> tuple[list[tuple[int, str, str]], dict[int, str]]:
-    """(row, text, label) per message, normalized as the gateway does, and row -> group."""
+    """(row, text, label) per message, normalized as the gateway does, and row -> group;
+    ``symbols``, when given, is filled with row -> the message's structure symbols."""
     out: list[tuple[int, str, str]] = []
     groups: dict[int, str] = {}
     for n, item in enumerate(items, start=1):
         try:
-            text = model_text(item.raw, settings)
+            text, fired = model_input(item.raw, settings)
         except InputError as exc:
             report.skip(f"not classifiable ({exc.message})", item.name, strict)
             continue
@@ -37,4 +45,6 @@ def rows(
             text = scrub(text, item.name)
         out.append((n, text, item.label or ""))
         groups[n] = item.group
+        if symbols is not None:
+            symbols[n] = fired
     return out, groups

@@ -5,7 +5,7 @@ mailbox (TREC 2007). The only legitimate *bulk* mail in it, the alerts and newsl
 mailbox subscribed to, sits in one source group; held out, 49 % of it scored as spam
 (leave-one-source-out, docs/email-model.md): a model that has seen no legitimate bulk mail
 learns "sent to many, with links and an unsubscribe footer" means spam, and a user's inbox
-is full of such mail. ``textgate.mail.modern`` covers what a person triggers (orders,
+is full of such mail. ``modern`` covers what a person triggers (orders,
 receipts, account notices); this module writes what a person subscribes to: news and topic
 alerts, weather forecasts, market and portfolio notices, sports and forum digests, store
 and brand promotions, and organisation newsletters, each a real RFC 822 message (plain or
@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime
 
-from textgate.mail import modern
 from textgate.mail.containers import MailItem
+from textgate.mail.synthetic import common
 
 SOURCE = "synthetic-bulk"
-GROUP = f"{SOURCE}/ham"
+LABEL = "ham"
+GROUP = f"{SOURCE}/{LABEL}"
 COUNT = 600
 SEED = 20261203
 
@@ -279,19 +277,20 @@ KINDS: tuple[Kind, ...] = (
 def _message(rng: random.Random, i: int) -> bytes:
     sender, domain, subject, body = KINDS[i % len(KINDS)](rng)
     body += _footer(sender, domain, rng)
-    msg = EmailMessage()
-    msg["From"] = f"{sender} <{rng.choice(['news', 'alerts', 'newsletter', 'info'])}@{domain}>"
-    msg["To"] = f"subscriber{rng.randint(1, 9999)}@example.net"
-    msg["Subject"] = subject
-    when = datetime(2001, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 13_000_000))
-    msg["Date"] = format_datetime(when)
-    msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
-    msg["List-Unsubscribe"] = f"<https://www.{domain}/unsubscribe>"
-    modern.set_body(msg, body, html=rng.random() < 0.5, rng=rng)  # newsletters are often HTML only
-    return msg.as_bytes()
+    headers = {
+        "From": f"{sender} <{rng.choice(['news', 'alerts', 'newsletter', 'info'])}@{domain}>",
+        "To": f"subscriber{rng.randint(1, 9999)}@example.net",
+        "Subject": subject,
+        "Date": common.date(rng, 2001, 13_000_000),
+        "Message-ID": common.message_id(rng, domain),
+        "List-Unsubscribe": f"<https://www.{domain}/unsubscribe>",
+    }
+    # newsletters are often HTML only
+    return common.rfc822(headers, body, html=rng.random() < 0.5, rng=rng)
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
-    rng = random.Random(seed)
-    for i in range(count):
-        yield MailItem(f"{SOURCE}/{i:04d}.eml", _message(rng, i), "ham", GROUP)
+    return common.generate(GROUP, LABEL, _message, count, seed)
+
+
+GENERATOR = common.Generator(GROUP, LABEL, COUNT, items)

@@ -6,17 +6,18 @@ remedies, much of it in French, Portuguese or German, nearly all HTML. Written a
 the classic lures went through: of six hand-written ones (a customs fee, a suspended
 membership, a password expiry, a document to sign, a tax refund, a wallet alert) five were
 allowed, the transformer scoring them 0.02-0.14, while the generated ham of
-``textgate.mail.modern`` had taught it that account and delivery notices are legitimate.
+``modern`` had taught it that account and delivery notices are legitimate.
 This module writes the other side of that line: the same genres as a phisher writes them —
 a look-alike or unrelated domain behind the link, a deadline, a threat, a request for a
 password or a payment — so that what separates the two is what a person would look at.
 
-The brands it imitates are deliberately none of those in ``benchmarks/email_probes.py``
-(no DHL, Netflix, Microsoft, DocuSign, IRS or Coinbase): the probes test the genre, not a
-memorised sender. Half are HTML with the links behind words, as ``modern.set_body`` writes
-the generated ham, so that format carries no label. Seeded: the same messages on every
-build. Over 400 lines for its word lists, one entry a line as the formatter lays them out.
-Training rows only (group ``synthetic-lure/phish``, see
+The brands it imitates are deliberately none of those in ``benchmarks/design_checks``
+(no DHL, Netflix, Microsoft, DocuSign, IRS or Coinbase), so those hand-written messages test
+the genre, not a memorised sender; they were read when these lures were written, so they are
+design checks, not a blind test. Half are HTML with the links behind words, as
+``common.set_body`` writes the generated ham, so that format carries no label. Seeded: the
+same messages on every build. Over 400 lines for its word lists, one entry a line as the
+formatter lays them out. Training rows only (group ``synthetic-lure/phish``, see
 ``data.table.TRAIN_ONLY_PREFIX``); ``--exclude-source synthetic-lure`` builds without them.
 """
 
@@ -24,15 +25,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime
 
-from textgate.mail import modern
 from textgate.mail.containers import MailItem
+from textgate.mail.synthetic import common
 
 SOURCE = "synthetic-lure"
-GROUP = f"{SOURCE}/phish"
+LABEL = "phish"
+GROUP = f"{SOURCE}/{LABEL}"
 COUNT = 400
 SEED = 20261204
 
@@ -391,7 +390,7 @@ def _wallet(rng: random.Random) -> tuple[str, str, str]:
 
 def _boss(rng: random.Random) -> tuple[str, str, str]:
     """Gift-card and wire fraud from "the boss": no link needed, only a reply."""
-    first, last = rng.choice(modern._FIRST), rng.choice(modern._LAST)
+    first, last = rng.choice(common.FIRST), rng.choice(common.LAST)
     ask = rng.choice(
         [
             f"I need you to purchase {rng.randint(4, 10)} gift cards of $100 each for a client. "
@@ -413,7 +412,7 @@ LURES: tuple[Lure, ...] = (_parcel, _billing, _mailbox, _document, _state, _wall
 
 
 def _message(rng: random.Random, i: int) -> bytes:
-    name, address = modern._person(rng)
+    name, address = common.person(rng)
     lure = LURES[i % len(LURES)]
     brand, subject, body = lure(rng)
     boss = lure is _boss
@@ -422,22 +421,22 @@ def _message(rng: random.Random, i: int) -> bytes:
     body = f"{greeting}\n\n{body}" if boss else f"{greeting}\n\n{body}\n\n{rng.choice(_CLOSING)}"
     if not boss and rng.random() < 0.5:
         body += f"\n(c) {brand}. All rights reserved."
-    msg = EmailMessage()
-    msg["From"] = (
-        _sender(rng, brand)
-        if not boss
-        else (f"{brand} <{_slug(brand)}.{rng.randint(1, 99)}@{rng.choice(_FREE)}>")
-    )
-    msg["To"] = f"{name} <{address}>"
-    msg["Subject"] = subject
-    when = datetime(2019, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 4_000_000))
-    msg["Date"] = format_datetime(when)
-    msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{rng.choice(_FREE)}>"
-    modern.set_body(msg, body, html=rng.random() < 0.5, rng=rng)
-    return msg.as_bytes()
+    headers = {
+        "From": (
+            _sender(rng, brand)
+            if not boss
+            else (f"{brand} <{_slug(brand)}.{rng.randint(1, 99)}@{rng.choice(_FREE)}>")
+        ),
+        "To": f"{name} <{address}>",
+        "Subject": subject,
+        "Date": common.date(rng, 2019, 4_000_000),
+        "Message-ID": common.message_id(rng, _FREE),  # a free-mail host, drawn after the id
+    }
+    return common.rfc822(headers, body, html=rng.random() < 0.5, rng=rng)
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
-    rng = random.Random(seed)
-    for i in range(count):
-        yield MailItem(f"{SOURCE}/{i:04d}.eml", _message(rng, i), "phish", GROUP)
+    return common.generate(GROUP, LABEL, _message, count, seed)
+
+
+GENERATOR = common.Generator(GROUP, LABEL, COUNT, items)

@@ -4,7 +4,7 @@ Spammers pad a pitch (a penny stock, cheap software, pills, a loan) with sentenc
 from technical manuals, mailing lists and novels, so that a word-counting filter sees mostly
 legitimate words. Held out, TREC 2007's spam of this kind was the transformer's worst miss
 (HP-UX notes and video-rendering API text around a stock tip scored 0.02-0.04), and the
-generated list ham of ``textgate.mail.lists`` teaches that technical text is ham, which
+generated list ham of ``lists`` teaches that technical text is ham, which
 makes the padding work better. This module writes the pairs' other side: the same kind of
 technical and literary filler, with a pitch inside, so that what separates the two is the
 pitch. Stock symbols, prices and hosts are drawn at random, none taken from the corpus.
@@ -19,15 +19,13 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime
 
-from textgate.mail import lists, modern
 from textgate.mail.containers import MailItem
+from textgate.mail.synthetic import common, lists
 
 SOURCE = "synthetic-poison"
-GROUP = f"{SOURCE}/spam"
+LABEL = "spam"
+GROUP = f"{SOURCE}/{LABEL}"
 COUNT = 300
 SEED = 20261206
 
@@ -92,8 +90,8 @@ def _filler(rng: random.Random, most: int = 6) -> str:
     """Sentences of the genres the padding is lifted from: list mail, manuals, novels."""
     p = rng.choice(lists.PROJECTS)
     pool = [
-        *lists._ANSWERS,
-        *lists._TRIED,
+        *lists.ANSWERS,
+        *lists.TRIED,
         *_LITERARY,
         f"If {rng.choice(p.parts)} is enabled, {p.name} reads it before the first request.",
         f"The command {rng.choice(p.commands)} prints {rng.choice(p.errors)} on older systems.",
@@ -109,20 +107,20 @@ def _message(rng: random.Random, i: int) -> bytes:
     if rng.random() < 0.5:
         # the pitch in the middle, yet inside the head the model reads (head + tail window)
         parts.insert(0, _filler(rng, most=1))
-    name, address = modern._person(rng)
-    msg = EmailMessage()
+    name, address = common.person(rng)
     free = rng.choice(("mail.ru", "yahoo.com", "hotmail.com"))
-    msg["From"] = f"{rng.choice(modern._FIRST)} <{host}@{free}>"
-    msg["To"] = f"{name} <{address}>"
-    msg["Subject"] = subject
-    when = datetime(2003, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 8_000_000))
-    msg["Date"] = format_datetime(when)
-    msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{host}.com>"
-    modern.set_body(msg, "\n\n".join(parts), html=rng.random() < 0.3, rng=rng)
-    return msg.as_bytes()
+    headers = {
+        "From": f"{rng.choice(common.FIRST)} <{host}@{free}>",
+        "To": f"{name} <{address}>",
+        "Subject": subject,
+        "Date": common.date(rng, 2003, 8_000_000),
+        "Message-ID": common.message_id(rng, f"{host}.com"),
+    }
+    return common.rfc822(headers, "\n\n".join(parts), html=rng.random() < 0.3, rng=rng)
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
-    rng = random.Random(seed)
-    for i in range(count):
-        yield MailItem(f"{SOURCE}/{i:04d}.eml", _message(rng, i), "spam", GROUP)
+    return common.generate(GROUP, LABEL, _message, count, seed)
+
+
+GENERATOR = common.Generator(GROUP, LABEL, COUNT, items)

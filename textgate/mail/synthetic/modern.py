@@ -17,51 +17,17 @@ in validation or test, so every reported number is on real mail), and
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime
 
 from textgate.mail.containers import MailItem
+from textgate.mail.synthetic import common
 
 SOURCE = "synthetic-modern"
-GROUP = f"{SOURCE}/ham"
+LABEL = "ham"
+GROUP = f"{SOURCE}/{LABEL}"
 COUNT = 600
 SEED = 20261202
 
-_FIRST = [
-    "Anna",
-    "Ben",
-    "Carla",
-    "David",
-    "Elena",
-    "Farid",
-    "Grace",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kim",
-    "Leo",
-    "Maya",
-    "Noor",
-    "Omar",
-    "Priya",
-]
-_LAST = [
-    "Meyer",
-    "Novak",
-    "Rossi",
-    "Silva",
-    "Tanaka",
-    "Walsh",
-    "Kowalski",
-    "Haddad",
-    "Jensen",
-    "Okafor",
-    "Lindqvist",
-    "Moreau",
-]
 _SHOPS = [
     ("Amazon", "amazon.com"),
     ("Target", "target.com"),
@@ -145,12 +111,6 @@ _REVIEW_NOTES = [
     "Can we split this into two commits?",
 ]
 _CITIES = ["Berlin", "Lisbon", "Chicago", "Osaka", "Toronto", "Madrid", "Oslo", "Denver"]
-
-
-def _person(rng: random.Random) -> tuple[str, str]:
-    first, last = rng.choice(_FIRST), rng.choice(_LAST)
-    domain = rng.choice(["gmail.com", "outlook.com", "example.net", "posteo.de", "icloud.com"])
-    return f"{first} {last}", f"{first.lower()}.{last.lower()}@{domain}"
 
 
 def _money(rng: random.Random) -> str:
@@ -263,7 +223,7 @@ def _newsletter(rng: random.Random, name: str) -> tuple[str, str, str]:
 
 def _dev(rng: random.Random, name: str) -> tuple[str, str, str]:
     repo, n = rng.choice(_REPOS), rng.randint(10, 4000)
-    who = rng.choice(_FIRST).lower()
+    who = rng.choice(common.FIRST).lower()
     subject = rng.choice(
         [
             f"Re: [{repo}] Fix flaky test in CI (#{n})",
@@ -281,7 +241,7 @@ def _dev(rng: random.Random, name: str) -> tuple[str, str, str]:
 
 
 def _calendar(rng: random.Random, name: str) -> tuple[str, str, str]:
-    who = " ".join(_person(rng)[0].split()[:1])
+    who = " ".join(common.person(rng)[0].split()[:1])
     topic = rng.choice(["Sprint planning", "1:1", "Quarterly review", "Design sync", "Lunch"])
     day = rng.choice(["Mon", "Tue", "Wed", "Thu", "Fri"])
     subject = rng.choice(
@@ -338,44 +298,21 @@ KINDS: tuple[Callable[[random.Random, str], tuple[str, str, str]], ...] = (
 
 
 def _message(rng: random.Random, i: int) -> bytes:
-    name, address = _person(rng)
+    name, address = common.person(rng)
     subject, body, domain = KINDS[i % len(KINDS)](rng, name)
-    msg = EmailMessage()
-    msg["From"] = f"{domain.split('.')[0].capitalize()} <no-reply@{domain}>"
-    msg["To"] = f"{name} <{address}>"
-    msg["Subject"] = subject
-    when = datetime(2019, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 4_000_000))
-    msg["Date"] = format_datetime(when)
-    msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{domain}>"
-    set_body(msg, body, html=rng.random() < 0.4, rng=rng)  # much modern mail is HTML only
-    return msg.as_bytes()
-
-
-# Link text of generated HTML. Real HTML mail links from words ("View order", "Sign in") far
-# more often than it prints its URLs; generated ham without any <a> taught the model that an
-# anchor (whose domain the normalizer appends to the text) means phishing: a LinkedIn notice
-# scored 0.94 as HTML and 0.05 as plain text.
-_ANCHORS = ("here", "View online", "Open", "View details", "Learn more", "Sign in", "Click here")
-_URL = re.compile(r"https?://[^\s|<>\"]+")
-
-
-def set_body(msg: EmailMessage, body: str, *, html: bool, rng: random.Random | None = None) -> None:
-    """The body as plain text, or as HTML only: one paragraph a line, each URL a link whose
-    text is a call to action (drawn from ``rng``) or, a third of the time, the URL itself."""
-    if html:
-
-        def link(match: re.Match[str]) -> str:
-            url = match.group(0)
-            words = rng.choice(_ANCHORS) if rng is not None and rng.random() < 2 / 3 else url
-            return f'<a href="{url}">{words}</a>'
-
-        paragraphs = "".join(f"<p>{_URL.sub(link, line)}</p>" for line in body.split("\n") if line)
-        msg.set_content(f"<html><body>{paragraphs}</body></html>", subtype="html")
-    else:
-        msg.set_content(body)
+    headers = {
+        "From": f"{domain.split('.')[0].capitalize()} <no-reply@{domain}>",
+        "To": f"{name} <{address}>",
+        "Subject": subject,
+        "Date": common.date(rng, 2019, 4_000_000),
+        "Message-ID": common.message_id(rng, domain),
+    }
+    # much modern mail is HTML only
+    return common.rfc822(headers, body, html=rng.random() < 0.4, rng=rng)
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
-    rng = random.Random(seed)
-    for i in range(count):
-        yield MailItem(f"{SOURCE}/{i:04d}.eml", _message(rng, i), "ham", GROUP)
+    return common.generate(GROUP, LABEL, _message, count, seed)
+
+
+GENERATOR = common.Generator(GROUP, LABEL, COUNT, items)

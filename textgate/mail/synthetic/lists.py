@@ -21,17 +21,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime
 
-from textgate.mail import modern
 from textgate.mail.containers import MailItem
+from textgate.mail.synthetic import common
 
 SOURCE = "synthetic-lists"
-GROUP = f"{SOURCE}/ham"
+LABEL = "ham"
+GROUP = f"{SOURCE}/{LABEL}"
 COUNT = 600
 SEED = 20261204
+_ERA = (1999, 14_000_000)  # 1999 to 2025, for a post's Date and a reply's "On <date>"
 
 
 @dataclass(frozen=True)
@@ -201,7 +200,7 @@ DISCUSSIONS = (
     ),
 )
 
-_TRIED = (
+TRIED = (
     "I already tried a clean build and the same happens.",
     "Searching the archives only found a thread from 2003 without an answer.",
     "The same config works on my laptop, only the server shows this.",
@@ -232,7 +231,7 @@ _GOALS = (
     "upgrade without downtime",
     "reproduce a problem a user reported",
 )
-_ANSWERS = (
+ANSWERS = (
     "This is a known issue and it is fixed in the next point release.",
     "You are hitting the default limit; raise it in the config and restart.",
     "The error message is misleading: the real problem is the file permissions.",
@@ -292,10 +291,6 @@ _FOREIGN = (
 )
 
 
-def _date(rng: random.Random) -> datetime:
-    return datetime(1999, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 14_000_000))
-
-
 def _footer(list_name: str, domain: str, rng: random.Random) -> str:
     host = f"lists.{domain}" if not domain.startswith("lists.") else domain
     style = rng.randrange(4)
@@ -338,7 +333,7 @@ def _question(rng: random.Random, p: Project) -> tuple[str, str]:
     body = (
         f"{rng.choice(('Hi all,', 'Hello,', 'Hi list,', 'Dear all,', 'Hi,'))}\n\n{lead}\n\n"
         f"    $ {cmd}\n\n{rng.choice(('I get', 'it fails with', 'the log says', 'output:'))}\n\n"
-        f"    {err}\n\n{' '.join(rng.sample(_TRIED, rng.randint(1, 2)))} {rng.choice(_ASK)}"
+        f"    {err}\n\n{' '.join(rng.sample(TRIED, rng.randint(1, 2)))} {rng.choice(_ASK)}"
     )
     return subject, body
 
@@ -349,10 +344,10 @@ def _quoted(text: str) -> str:
 
 def _reply(rng: random.Random, p: Project) -> tuple[str, str]:
     subject, asked = _question(rng, p)
-    who, _ = modern._person(rng)
-    when = format_datetime(_date(rng))
+    who, _ = common.person(rng)
+    when = common.date(rng, *_ERA)
     kept = asked.split("\n\n")[1:3] if rng.random() < 0.7 else asked.split("\n\n")[1:]
-    body = f"On {when}, {who} wrote:\n{_quoted(chr(10).join(kept))}\n\n{rng.choice(_ANSWERS)}"
+    body = f"On {when}, {who} wrote:\n{_quoted(chr(10).join(kept))}\n\n{rng.choice(ANSWERS)}"
     if rng.random() < 0.5:
         body += f" Try\n\n    {rng.choice(p.commands)}\n\nand check the log again."
     return f"Re: {subject}", body
@@ -369,7 +364,7 @@ def _patch(rng: random.Random, p: Project) -> tuple[str, str]:
             "check the return value",
         )
     )
-    name, address = modern._person(rng)
+    name, address = common.person(rng)
     path = part if "/" in part else f"src/{part.split()[-1]}.c"
     line = rng.randint(40, 900)
     body = (
@@ -394,12 +389,12 @@ _WHY_PATCH = (
 
 
 def _commit(rng: random.Random, p: Project) -> tuple[str, str]:
-    name, _ = modern._person(rng)
+    name, _ = common.person(rng)
     rev = f"{rng.getrandbits(40):010x}"
     part = rng.choice(p.parts)
     body = (
         f"The branch main has been updated by {name.split()[0].lower()}:\n\ncommit {rev}\n"
-        f"Author: {name}\n\n    {part.split('/')[-1]}: {rng.choice(_ANSWERS).lower()}\n\n"
+        f"Author: {name}\n\n    {part.split('/')[-1]}: {rng.choice(ANSWERS).lower()}\n\n"
         f" M {part if '/' in part else 'docs/' + part.replace(' ', '-') + '.md'}"
     )
     return f"{p.name} commit {rev[:7]}", body
@@ -408,7 +403,7 @@ def _commit(rng: random.Random, p: Project) -> tuple[str, str]:
 def _announce(rng: random.Random, p: Project) -> tuple[str, str]:
     version = f"{rng.randint(1, 17)}.{rng.randint(0, 12)}.{rng.randint(0, 9)}"
     fixes = "\n".join(
-        f"  * {rng.choice(p.parts).split('/')[-1]}: {a.lower()}" for a in rng.sample(_ANSWERS, 3)
+        f"  * {rng.choice(p.parts).split('/')[-1]}: {a.lower()}" for a in rng.sample(ANSWERS, 3)
     )
     body = (
         f"The {p.name} team is pleased to announce release {version}. This is a bug-fix "
@@ -425,7 +420,7 @@ def _discussion(rng: random.Random) -> tuple[str, str, str, str]:
     body = f"About {topic}: {said}"
     subject = topic[0].upper() + topic[1:]
     if rng.random() < 0.5:
-        who, _ = modern._person(rng)
+        who, _ = common.person(rng)
         body = f"{who} wrote:\n{_quoted(rng.choice(_OPINION))}\n\n{body}"
         subject = f"Re: {subject}"
     return list_name, domain, subject, body
@@ -453,7 +448,8 @@ KINDS: tuple[tuple[Kind, int], ...] = (
 )
 
 
-def _message(rng: random.Random) -> bytes:
+def _message(rng: random.Random, _i: int) -> bytes:
+    # kinds are drawn by weight, not taken in turn: the index is not used
     if rng.random() < 0.15:
         list_name, domain, subject, body = _discussion(rng)
     else:
@@ -467,23 +463,24 @@ def _message(rng: random.Random) -> bytes:
                 if not subject.startswith("Re: ")
                 else f"Re: [{list_name}] {subject[4:]}"
             )
-    name, address = modern._person(rng)
+    name, address = common.person(rng)
     body += _signature(name, rng) + _footer(list_name, domain, rng)
-    msg = EmailMessage()
-    msg["From"] = f"{name} <{address}>"
-    msg["To"] = f"{list_name}@lists.{domain}"
-    msg["Subject"] = subject
-    msg["Date"] = format_datetime(_date(rng))
-    msg["Message-ID"] = f"<{rng.getrandbits(64):x}@{address.split('@')[1]}>"
-    msg["List-Id"] = f"<{list_name}.lists.{domain}>"
-    msg["List-Post"] = f"<mailto:{list_name}@lists.{domain}>"
+    headers = {
+        "From": f"{name} <{address}>",
+        "To": f"{list_name}@lists.{domain}",
+        "Subject": subject,
+        "Date": common.date(rng, *_ERA),
+        "Message-ID": common.message_id(rng, address.split("@")[1]),
+        "List-Id": f"<{list_name}.lists.{domain}>",
+        "List-Post": f"<mailto:{list_name}@lists.{domain}>",
+    }
     if subject.startswith("Re: "):
-        msg["In-Reply-To"] = f"<{rng.getrandbits(64):x}@lists.{domain}>"
-    msg.set_content(body)  # list mail is plain text
-    return msg.as_bytes()
+        headers["In-Reply-To"] = common.message_id(rng, f"lists.{domain}")
+    return common.rfc822(headers, body)  # list mail is plain text
 
 
 def items(count: int = COUNT, seed: int = SEED) -> Iterator[MailItem]:
-    rng = random.Random(seed)
-    for i in range(count):
-        yield MailItem(f"{SOURCE}/{i:04d}.eml", _message(rng), "ham", GROUP)
+    return common.generate(GROUP, LABEL, _message, count, seed)
+
+
+GENERATOR = common.Generator(GROUP, LABEL, COUNT, items)
