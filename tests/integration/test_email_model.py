@@ -20,6 +20,9 @@ from textgate.config import Config
 from textgate.errors import ConfigError
 from textgate.export import calibration, inference, quality
 from textgate.repository import build
+from textgate.signals import combiner as combiner_module
+from textgate.signals import wire
+from textgate.signals.combiner import Combiner
 from textgate.triton import TritonServer
 
 pytest.importorskip("torch")
@@ -121,6 +124,7 @@ def _calibrated_bundle(root: Path, mail_slice: Path) -> Path:
 
     meta["normalization"] = fingerprint(NormalizeSettings())
     meta["ngrams"] = _fit_ngrams(table, ckpt)
+    meta["combiner"] = _combiner(ckpt)
     (ckpt / "textgate.json").write_text(json.dumps(meta))
     export_bundle(ckpt, root / "spam", variants=())
     # The tiny model is under-confident, so its fitted T (< 1) is served as 1 (the floor:
@@ -142,6 +146,24 @@ def _fit_ngrams(table: Any, ckpt: Path) -> dict[str, Any]:
     model, info = ngram.fit(table.texts, np.array(table.labels) != "ham", negative=0)
     model.save(ckpt / "ngrams.npz")
     return {**model.describe(), **info, "file": "ngrams.npz"}
+
+
+# A combiner with weights chosen by hand: large enough that the symbols visibly move scores.
+SYMBOL_WEIGHTS = {"LIST_ID": -2.0, "IN_REPLY_TO": -1.0, "SUBJECT_ALL_CAPS": 1.5}
+
+
+def _combiner(ckpt: Path) -> dict[str, Any]:
+    """What `textgate train` writes for the spam task's combiner (the fit is unit-tested)."""
+    from textgate import signals
+    from textgate.signals.combiner import Combiner
+
+    names = signals.ORDER
+    weights = [0.8, 0.6, *(SYMBOL_WEIGHTS.get(n, 0.0) for n in names)]
+    model = Combiner(
+        features=("content", "lexical", *names), weights=weights, intercept=0.1, negative=0
+    )
+    model.save(ckpt / "combiner.json")
+    return {**model.describe(), "file": "combiner.json"}
 
 
 def _skewed_copy(src: Path, out: Path) -> Path:
@@ -185,22 +207,30 @@ def test_triton_applies_the_bundle_temperature(calibrated: tuple) -> None:
     import tritonclient.http as httpclient
 
     client = httpclient.InferenceServerClient(server.http_url)
-    data = np.array([[t.encode()] for t in texts], dtype=np.object_)
+    symbols = [("SUBJECT_ALL_CAPS",), ("LIST_ID", "IN_REPLY_TO"), ()]
+    framed = [wire.frame(s, t) for s, t in zip(symbols, texts, strict=True)]
+    data = np.array([[t.encode()] for t in framed], dtype=np.object_)
     inp = httpclient.InferInput("text", list(data.shape), "BYTES")
     inp.set_data_from_numpy(data)
     served = client.infer("spam", [inp]).as_numpy("probabilities")
     bucketed = client.infer("spam_b", [inp]).as_numpy("probabilities")
-    np.testing.assert_allclose(bucketed, served, atol=1e-5)  # both shapes join the n-grams
-    # Triton joins the bundle's n-gram half (scored by the very module training used), then
-    # applies the temperature fitted on the joined validation probabilities.
+    np.testing.assert_allclose(bucketed, served, atol=1e-5)  # both shapes strip the frame
+    # Triton's combiner joins the transformer, the bundle's n-gram half (scored by the very
+    # module training used) and the symbols, as export measured it, then applies the
+    # temperature fitted on the combined validation probabilities.
     lexical = ngrams.NgramModel.load(spam / "ngrams.npz")
-    joined = quality.joined(raw, lexical, tuple(texts))
+    combiner = Combiner.load(spam / "combiner.json")
+    joined = quality.joined(raw, lexical, tuple(texts), combiner, tuple(symbols))
     expected = calibration.apply(joined, float(calib["temperature"]))
     np.testing.assert_allclose(served, expected, atol=1e-5)
     assert not np.allclose(served, raw, atol=1e-4)  # the temperature really changed them
-    assert not np.allclose(joined, raw, atol=1e-3)  # and so did the n-gram half
+    assert not np.allclose(joined, raw, atol=1e-3)  # and so did the combiner
+    # the frame reached the combiner alone: the same texts without symbols score otherwise
+    plain = quality.joined(raw, lexical, tuple(texts), combiner, ((), (), ()))
+    assert not np.allclose(plain[:2], joined[:2], atol=1e-3)
     post = Path(server.repository) / "spam_postprocess" / "1"
     assert (post / "ngrams.py").read_bytes() == Path(ngrams.__file__).read_bytes()
+    assert (post / "combiner.py").read_bytes() == Path(combiner_module.__file__).read_bytes()
 
 
 @pytest.mark.slow
@@ -222,3 +252,69 @@ def test_gateway_refuses_a_bundle_trained_with_other_normalization(calibrated: t
     asyncio.run(start(["spam"]))  # the matching bundle serves
     with pytest.raises(ConfigError, match=r"'skewed'.*head_chars: trained with 200"):
         asyncio.run(start([]))
+
+
+LIST_POST = b"""From: Ann Lee <ann@lists.example.org>
+To: dev@lists.example.org
+Subject: Re: build fails on arm64
+Date: Tue, 03 Nov 2026 10:00:00 +0000
+Message-ID: <abc123@lists.example.org>
+In-Reply-To: <xyz789@lists.example.org>
+List-Id: Developers <dev.lists.example.org>
+X-Spam-Status: Yes, score=99.0 forged upstream
+
+The linker error goes away with -fPIC; see my patch in the tracker.
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_the_gateway_sends_symbols_and_explains_them_through_http_and_spamc(
+    calibrated: tuple, tmp_path: Path
+) -> None:
+    """Raw mail through the real gateway: its symbols reach Triton's combiner (the score is
+    the combined one), the answer lists them with their weights, and spamc SYMBOLS names them."""
+    import subprocess
+
+    from gateway_fixtures import run_gateway
+    from servers import debian_tool
+
+    from textgate.triton import free_port
+
+    spam, server = calibrated
+    port = free_port()
+    config = {
+        "gateway": {"tasks": ["spam"]},
+        "events": {"outbox_path": str(tmp_path / "events.sqlite3")},
+        "mail": {"spamd_port": port, "milter_port": free_port()},
+    }
+    with run_gateway(config, [server.grpc_url]) as gw, gw.client() as client:
+        answer = client.post(
+            "/v1/classify/spam", content=LIST_POST, headers={"content-type": "message/rfc822"}
+        )
+        assert answer.status_code == 200, answer.text
+        result = answer.json()["results"][0]
+        fired = [s["symbol"] for s in result["symbols"]]
+        assert {"LIST_ID", "IN_REPLY_TO"} <= set(fired)
+        assert {s["symbol"]: s["weight"] for s in result["symbols"]}["LIST_ID"] == -2.0
+        # the forged upstream X-Spam-Status is no symbol and no text the model reads
+        assert not any("SPAM" in name for name in fired)
+        text = client.post("/v1/classify/spam", json={"text": "see you at lunch"})
+        assert text.status_code == 200 and "symbols" not in text.json()["results"][0]
+        cmd = [debian_tool("spamc"), "-d", "127.0.0.1", "-p", str(port), "-t", "30", "-y"]
+        out = subprocess.run(cmd, input=LIST_POST, capture_output=True, timeout=60, check=False)
+        assert b"LIST_ID" in out.stdout and b"IN_REPLY_TO" in out.stdout, out
+    # what Triton served is the combined score of the framed text, not the text alone
+    lexical = ngrams.NgramModel.load(spam / "ngrams.npz")
+    combiner = Combiner.load(spam / "combiner.json")
+    from textgate.normalize import NormalizeSettings, normalize_email
+
+    n = normalize_email(LIST_POST, NormalizeSettings())
+    tok = inference.load_tokenizer(spam / "tokenizer.json")
+    raw = inference.predict(
+        inference.session(spam / "model.onnx"), list(inference.encode(tok, [n.pieces[0]]))
+    )
+    calib = bundle.read_manifest(spam)["calibration"]
+    joined = quality.joined(raw, lexical, (n.pieces[0],), combiner, (n.notes.symbols,))
+    expected = calibration.apply(joined, float(calib["temperature"]))[0]
+    np.testing.assert_allclose(list(result["probabilities"].values()), expected, atol=1e-4)

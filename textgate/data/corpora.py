@@ -89,7 +89,10 @@ def load_email(exclude_sources: Sequence[str] = (), strict: bool = False) -> Tab
     from textgate.normalize import NormalizeSettings
 
     report = LoadReport()
-    rows, groups, mail_report = mail.corpus_rows(tuple(exclude_sources), NormalizeSettings())
+    symbols: dict[int, tuple[str, ...]] = {}
+    rows, groups, mail_report = mail.corpus_rows(
+        tuple(exclude_sources), NormalizeSettings(), symbols
+    )
     _merge_mail_report(report, mail_report)
     excluded = f" (without {', '.join(exclude_sources)})" if exclude_sources else ""
     return build_table(
@@ -99,6 +102,7 @@ def load_email(exclude_sources: Sequence[str] = (), strict: bool = False) -> Tab
         strict=strict,
         report=report,
         groups=groups,
+        symbols=symbols,
     )
 
 
@@ -116,12 +120,21 @@ def load_mail(
     report, mail_report = LoadReport(), mail.MailReport()
     mapping = mail.read_label_map(label_map) if label_map else None
     items = mail.iter_mail(path, label_map=mapping, report=mail_report, strict=strict)
-    rows, groups = mail.rows(items, NormalizeSettings(), mail_report, strict=strict)
+    symbols: dict[int, tuple[str, ...]] = {}
+    rows, groups = mail.rows(
+        items, NormalizeSettings(), mail_report, strict=strict, symbols=symbols
+    )
     _merge_mail_report(report, mail_report)
     if not rows:
         raise DataError("no labelled messages", path=path, hint=skip_summary(report))
     return build_table(
-        rows, source=str(path), labels=labels, strict=strict, report=report, groups=groups
+        rows,
+        source=str(path),
+        labels=labels,
+        strict=strict,
+        report=report,
+        groups=groups,
+        symbols=symbols,
     )
 
 

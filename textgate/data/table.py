@@ -60,6 +60,8 @@ class Table:
     report: LoadReport = field(default_factory=LoadReport, compare=False)
     # Each text's source group (e-mail: "trec07p/ham-list"); empty when the data has none.
     groups: tuple[str, ...] = ()
+    # Each text's structure symbols (e-mail: textgate.signals); empty when the data has none.
+    symbols: tuple[tuple[str, ...], ...] = ()
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -86,6 +88,7 @@ class Table:
             label_names=self.label_names,
             source=source or self.source,
             groups=tuple(self.groups[i] for i in keep) if self.groups else (),
+            symbols=tuple(self.symbols[i] for i in keep) if self.symbols else (),
         )
 
     def group_counts(self) -> dict[str, dict[str, int]]:
@@ -121,10 +124,12 @@ def build_table(
     strict: bool = False,
     report: LoadReport | None = None,
     groups: dict[int, str] | None = None,
+    symbols: dict[int, tuple[str, ...]] | None = None,
 ) -> Table:
     """Normalise, drop empty/unknown rows, de-duplicate, drop conflicts; validate labels.
 
-    ``groups`` maps a row number to its source group; a kept text keeps its first row's group.
+    ``groups`` maps a row number to its source group; a kept text keeps its first row's group
+    (and ``symbols``, row -> structure symbols, its first row's symbols).
     """
     report = report or LoadReport()
     declared = tuple(labels) if labels else None
@@ -156,9 +161,12 @@ def build_table(
         del first_label[text]
     report.conflicts = len(conflicted)
     table = _finish(first_label, declared, source, report)
-    if groups is None:
-        return table
-    return dataclasses.replace(table, groups=tuple(groups[first_row[t]] for t in table.texts))
+    if groups is not None:
+        table = dataclasses.replace(table, groups=tuple(groups[first_row[t]] for t in table.texts))
+    if symbols:
+        fired = tuple(tuple(symbols.get(first_row[t], ())) for t in table.texts)
+        table = dataclasses.replace(table, symbols=fired)
+    return table
 
 
 def _row_problem(text: str, label: str, declared: tuple[str, ...] | None) -> str | None:
@@ -210,7 +218,7 @@ def skip_summary(report: LoadReport) -> str:
 # --- splitting ----------------------------------------------------------------------------
 
 
-# Source groups of generated data (``textgate.mail.modern``): training rows only.
+# Source groups of generated data (``textgate.mail.synthetic``): training rows only.
 TRAIN_ONLY_PREFIX = "synthetic-"
 
 

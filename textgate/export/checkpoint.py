@@ -34,11 +34,19 @@ class Checkpoint:
     test_texts: tuple[str, ...] = ()
     test_labels: tuple[int, ...] = ()  # class ids, aligned with test_texts
     extra_texts: tuple[str, ...] = ()  # validation split: real texts for the parity set
+    test_symbols: tuple[tuple[str, ...], ...] = ()  # structure symbols, aligned (mail only)
+    extra_symbols: tuple[tuple[str, ...], ...] = ()
     extra_labels: tuple[int, ...] = ()  # class ids of the validation split (calibration)
 
     @property
     def tokenizer_file(self) -> Path:
         return self.path / "tokenizer.json"
+
+    @property
+    def combiner_file(self) -> Path | None:
+        """The fitted combiner (``textgate.signals.combiner``) that textgate.json names."""
+        name = (self.textgate.get("combiner") or {}).get("file")
+        return self.path / name if name else None
 
     @property
     def ngrams_file(self) -> Path | None:
@@ -120,7 +128,21 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         test_labels=tuple(test_ids),
         extra_texts=tuple(val_texts),
         extra_labels=tuple(val_ids),
+        test_symbols=_symbols(root / "data" / "test.jsonl"),
+        extra_symbols=_symbols(root / "data" / "validation.jsonl"),
     )
+
+
+def _symbols(path: Path) -> tuple[tuple[str, ...], ...]:
+    """Each row's structure symbols (in row order; () when the split carries none)."""
+    if not path.is_file():
+        return ()
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            fired = json.loads(line).get("symbols")
+            out.append(tuple(str(x) for x in fired) if isinstance(fired, list) else ())
+    return tuple(out) if any(out) else ()
 
 
 def _textgate_json(root: Path) -> dict[str, Any]:

@@ -41,21 +41,36 @@ def _positives(ids: np.ndarray, labels: tuple[str, ...]) -> np.ndarray:
     return np.asarray(ids != negative)
 
 
-def joined(probs: np.ndarray, lexical: Any, texts: tuple[str, ...]) -> np.ndarray:
-    """The probabilities Triton serves: the n-gram half moves the logits before softmax."""
+def joined(
+    probs: np.ndarray,
+    lexical: Any,
+    texts: tuple[str, ...],
+    combiner: Any = None,
+    symbols: tuple[tuple[str, ...], ...] = (),
+) -> np.ndarray:
+    """The probabilities Triton serves: the n-gram half moves the logits before softmax, or,
+    with a combiner, it sets their not-ham log-odds from the transformer's, the n-grams' and
+    the symbols' evidence (the postprocess step's own formula: templates/postprocess_model)."""
     logits = np.log(np.clip(probs, 1e-12, 1.0))
-    return inference.softmax(lexical.adjust(logits, list(texts)))
+    if combiner is None:
+        return inference.softmax(lexical.adjust(logits, list(texts)))
+    from textgate.signals.combiner import not_negative_log_odds
+
+    content = not_negative_log_odds(logits, combiner.negative)
+    lex = lexical.scores(list(texts)) if lexical is not None else np.zeros(len(texts))
+    fired = list(symbols) if symbols else [()] * len(texts)
+    return inference.softmax(combiner.adjust(logits, combiner.z(content, lex, fired)))
 
 
 def calibrate(
-    ckpt: Checkpoint, out: Path, test_probs: np.ndarray, lexical: Any = None
+    ckpt: Checkpoint, out: Path, test_probs: np.ndarray, lexical: Any = None, combiner: Any = None
 ) -> dict[str, Any]:
     """Fit T on validation; ECE before/after on test; reliability.png in the bundle."""
     if len(ckpt.extra_labels) < 20 or not ckpt.has_test_split:
         return {"method": "none", "temperature": 1.0, "reason": "no labelled validation split"}
     val_probs = _fp32_probs(ckpt, out, ckpt.extra_texts)
-    if lexical is not None:
-        val_probs = joined(val_probs, lexical, ckpt.extra_texts)
+    if lexical is not None or combiner is not None:
+        val_probs = joined(val_probs, lexical, ckpt.extra_texts, combiner, ckpt.extra_symbols)
     fitted = calibration.fit_temperature(val_probs, np.asarray(ckpt.extra_labels))
     t = calibration.served(fitted)
     y = np.asarray(ckpt.test_labels)

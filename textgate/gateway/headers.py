@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from textgate import __version__
+from textgate import __version__, signals
 
 NEGATIVE_LABELS = ("ham", "negative", "legit", "not_spam")
 _RULE_CHARS = re.compile(r"[^A-Z0-9_]+")
@@ -52,6 +52,13 @@ class Mark:
     request_id: str
     tests: tuple[str, ...] = ()
     spans: tuple[Span, ...] = field(default_factory=tuple)
+    # structure symbols that fired, with the combiner's weight (log-odds) of each
+    symbols: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every rule name: the model's tests, then the structure symbols."""
+        return tuple(dict.fromkeys((*self.tests, *(name for name, _ in self.symbols))))
 
 
 def points(score: float | None, review_at: float, required: float, maximum: float) -> float:
@@ -105,7 +112,7 @@ def spam_header(mark: Mark) -> str:
 
 def header_lines(mark: Mark) -> list[tuple[str, str]]:
     yes = "Yes" if mark.spam else "No"
-    tests = ",".join(t for t in mark.tests if not t.startswith("TEXTGATE_SPAN_")) or "none"
+    tests = ",".join(t for t in mark.rules if not t.startswith("TEXTGATE_SPAN_")) or "none"
     return [
         ("X-Spam-Flag", "YES" if mark.spam else "NO"),
         ("X-Spam-Score", f"{mark.points:.1f}"),
@@ -180,6 +187,9 @@ def report(mark: Mark) -> str:
         if t.startswith("TEXTGATE_SPAN_"):
             continue
         lines.append(f"{mark.points:4.1f} {t:<22} {probs}"[:79])
+    for name, weight in mark.symbols:  # weight: log-odds added, not points
+        about = signals.SYMBOLS[name].description if name in signals.SYMBOLS else ""
+        lines.append(f"{weight:+4.1f} {name:<22} {about}"[:79])
     if mark.spans:
         lines += ["", "Spans that moved the score most (score without the span, by occlusion):"]
         lines += [f"{s.contribution:+.3f} {s.kind:<7} {s.text}" for s in mark.spans]

@@ -26,6 +26,7 @@ from textgate.errors import InvalidInput
 from textgate.gateway import explain, headers, logs, review
 from textgate.gateway.http_errors import NotFound, status_of
 from textgate.gateway.service import Context, Runtime
+from textgate.signals import wire
 
 if TYPE_CHECKING:
     from textgate.gateway.lifecycle import Gateway
@@ -137,8 +138,10 @@ class Mail:
         limit = min(explain.MAX_CANDIDATES, max(0, route.max_batch_size - 1))
 
         async def score(texts: Sequence[str]) -> list[float]:
+            # each variant carries the message's symbols, as the verdict's pieces did
+            sent = [wire.frame(item.symbols, t) if route.signals else t for t in texts]
             pred = await rt.client.infer(
-                route.model, list(texts), request_id=ctx.request_id, headers=ctx.headers
+                route.model, sent, request_id=ctx.request_id, headers=ctx.headers
             )
             return [
                 rt.policy.decide(task, route.labels, [float(p) for p in row], ctx.tenant).score
@@ -278,4 +281,5 @@ def mark(
         request_id=result["request_id"],
         tests=headers.tests_of(probs, result["label"], result["action"], spans),
         spans=tuple(spans),
+        symbols=tuple((x["symbol"], float(x["weight"])) for x in result.get("symbols", ())),
     )

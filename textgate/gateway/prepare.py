@@ -15,6 +15,7 @@ from textgate import normalize
 from textgate.config import NormalizeConfig
 from textgate.gateway.pool import ParsePool
 from textgate.normalize import Normalized, NormalizeSettings
+from textgate.signals import wire
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,19 @@ class Prepared:
     text: str
     pieces: tuple[str, ...]
     notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The structure symbols normalization found (e-mail only)."""
+        return tuple(self.notes.get("symbols") or ())
+
+    def wire(self, framed: bool) -> tuple[str, ...]:
+        """What goes to Triton: the pieces, each with the symbols in front when the model
+        combines them (``framed``); a model without a combiner gets the pieces alone."""
+        symbols = self.symbols
+        if not framed or not symbols:
+            return self.pieces
+        return tuple(wire.frame(symbols, p) for p in self.pieces)
 
 
 class Preparer:

@@ -33,6 +33,10 @@ class Route:
     precise_variant: str | None = None
     tokenizer_sha256: str = ""
     normalization: str = ""  # the bundle's normalizer fingerprint (JSON); '' when unrecorded
+    # the model combines structure symbols (a combiner in postprocess): the gateway sends
+    # them framed with each piece; without one, the pieces alone
+    signals: bool = False
+    symbol_weights: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.model, "version": self.version, "variant": self.variant}
@@ -198,7 +202,18 @@ async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> R
         precise_variant=(_param(precise_model, "variant") or "fp32") if precise else None,
         tokenizer_sha256=_param(tokenizer, "tokenizer_sha256"),
         normalization=_param(post, "normalization"),
+        signals=bool(_param(post, "combiner_file")),
+        symbol_weights=_weights(post),
     )
+
+
+def _weights(post: Mapping[str, Any]) -> dict[str, float]:
+    """The combiner's symbol weights from postprocess's config ({} without a combiner)."""
+    try:
+        raw = json.loads(_param(post, "combiner_symbols") or "{}")
+        return {str(k): float(v) for k, v in raw.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}  # explanations lose the weights; scoring (in Triton) is unchanged
 
 
 async def _config_or_empty(

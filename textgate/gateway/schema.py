@@ -58,6 +58,11 @@ class ItemResult(BaseModel):
     explanation: list[dict[str, Any]] | None = Field(
         None, description="with ?explain=N: the N spans that moved the score most (occlusion)"
     )
+    symbols: list[dict[str, Any]] | None = Field(
+        None,
+        description="e-mail scored by a combiner: the structure symbols that fired, each with "
+        "its weight (log-odds added to the spam side; negative: evidence of legitimate mail)",
+    )
 
 
 class ClassifyResponse(BaseModel):

@@ -195,7 +195,7 @@ class Service:
     async def _score(
         self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
     ) -> list[Scored]:
-        pieces = [p for item in items for p in item.pieces]
+        pieces = [p for item in items for p in item.wire(route.signals)]
         probs = await self._infer(rt, route.model, route, pieces, ctx)
         rule = rt.policy.rule(route.task, ctx.tenant)
         out: list[Scored] = []
@@ -235,7 +235,7 @@ class Service:
         ]
         if not picked or route.precise is None:
             return
-        pieces = [p for i in picked for p in items[i].pieces]
+        pieces = [p for i in picked for p in items[i].wire(route.signals)]
         probs = await self._infer(rt, route.precise, route, pieces, ctx)
         start = 0
         for i in picked:
@@ -317,7 +317,7 @@ class Service:
                 "tokenizer_sha256": route.tokenizer_sha256,
                 "normalization": rt.preparer.settings_dict(),
                 "notes": item.notes,
-                "pieces": list(item.pieces),
+                "pieces": list(item.wire(route.signals)),  # as Triton received them
                 "outputs": {"fast": fast, "precise": s.probs if s.rescored else None},
                 "time": time.time(),
             }
@@ -347,6 +347,9 @@ class Service:
         }
         if v.defects:  # only then: every ordinary answer keeps its shape
             out["defects"] = list(v.defects)
+        if route.signals and item.symbols:  # what the combiner weighed, and by how much
+            weights = route.symbol_weights
+            out["symbols"] = [{"symbol": n, "weight": weights.get(n, 0.0)} for n in item.symbols]
         return out
 
 

@@ -268,7 +268,7 @@ def render(method: str, mark: headers.Mark, raw: bytes) -> bytes:
     if method == "CHECK":
         return answer(EX_OK, None, spam)
     if method == "SYMBOLS":
-        return with_body(EX_OK, spam, ",".join(mark.tests).encode())
+        return with_body(EX_OK, spam, ",".join(mark.rules).encode())
     if method == "REPORT" or (method == "REPORT_IFSPAM" and mark.spam):
         return with_body(EX_OK, spam, headers.report(mark).encode("utf-8", "replace"))
     if method == "REPORT_IFSPAM":

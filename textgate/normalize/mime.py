@@ -11,7 +11,7 @@ from email.parser import BytesParser
 from email.policy import EmailPolicy
 from typing import Any
 
-from textgate import guards
+from textgate import guards, signals
 from textgate.errors import (
     EmptyText,
     InputError,
@@ -82,6 +82,7 @@ def normalize_email(
         extracted = _Extraction(settings)
         text = extracted.run(message)
         notes = {**extracted.notes(), "sender": sender_address(message)}
+        notes["symbols"] = extracted.symbols(message, text)
     except InputError as exc:  # the walk's own limits: structure unreadable or too big
         return best_effort(raw, settings, count, defects=(exc.reason,))
     except RecursionError:
@@ -144,6 +145,17 @@ class _Extraction:
             "hidden_chars": self.hidden_chars,
             "defects": tuple(dict.fromkeys(self.defects)),
         }
+
+    def symbols(self, message: Message, text: str) -> tuple[str, ...]:
+        """The structure symbols of the whole message (``textgate.signals``)."""
+        return signals.from_message(
+            message,
+            html=self.html,
+            text_chars=len(text),
+            hidden_chars=self.hidden_chars,
+            link_domains=self.domains,
+            defects=self.defects,
+        )
 
     def _check(self, part: Message) -> None:
         size = 0

@@ -68,6 +68,9 @@ class NormalizeNotes:
     defects: tuple[str, ...] = ()
     best_effort: bool = False  # the MIME structure was not trusted: text read raw
     sender: str | None = None  # the message's From address (lower case); None for text
+    # structure symbols that fired (``textgate.signals``): features the combiner reads,
+    # never text the transformer reads; () for plain text and unreadable structure
+    symbols: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: tuples become lists (of dicts, for the charset fallbacks). What

@@ -6,6 +6,7 @@
     REPO/<task>_model/<v>/model.onnx                        triton-container (onnxruntime_onnx)
     REPO/<task>_postprocess/<v>/model.py, labels.json       Python backend
                                   [+ ngrams.npz, ngrams.py]  the lexical half, if any
+                                  [+ combiner.json, .py]     the combiner, if any
     REPO/<task>_tokenize/<v>/[window.py]                    a head + tail window, if any
 
 Every version directory holds a copy of the bundle's manifest.json, against which the
@@ -28,8 +29,10 @@ from textgate.errors import RepositoryError
 from textgate.repository import render
 from textgate.repository.spec import RepositorySpec, TaskSpec, describe
 from textgate.repository.templates import SUPPORT, TEMPLATES
+from textgate.signals import combiner
 
 NGRAMS_CODE = "ngrams.py"  # textgate/ngrams.py, imported by the postprocess step
+COMBINER_CODE = "combiner.py"  # textgate/signals/combiner.py, imported by postprocess too
 WINDOW_CODE = "window.py"  # textgate/window.py, imported by the tokenize step (head + tail)
 
 
@@ -120,6 +123,9 @@ def _files(task: TaskSpec, spec: RepositorySpec) -> dict[str, dict[str, Path | s
     lexical: dict[str, Path | str] = {}
     if task.ngrams_file:  # the weights and the one featurizer training used, side by side
         lexical = {task.ngrams_file: b / task.ngrams_file, NGRAMS_CODE: Path(ngrams.__file__)}
+    if task.combiner_file:  # its weights and the code that applies them
+        lexical[task.combiner_file] = b / task.combiner_file
+        lexical[COMBINER_CODE] = Path(combiner.__file__)
     files[task.postprocess] = {**_python("postprocess"), **labels, **lexical, **manifest}
     files[task.ensemble] = {}
     return files

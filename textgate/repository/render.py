@@ -121,7 +121,7 @@ def onnx_platform_config(task: TaskSpec, s: RepositoryConfig) -> Any:
 def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
     c = _base(task.postprocess, s, backend="python")
     _tensor(c.input, "logits", "TYPE_FP32", [task.num_labels])
-    if task.ngrams_file:  # the lexical half scores the same text the tokenizer reads
+    if task.reads_text:  # the lexical half and the combiner read the text (and its frame)
         _tensor(c.input, "text", "TYPE_STRING", [1])
     _tensor(c.output, "label", "TYPE_STRING", [1])
     _tensor(c.output, "probabilities", "TYPE_FP32", [task.num_labels])
@@ -136,6 +136,10 @@ def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
         params["labels_file"] = task.labels_file
     if task.ngrams_file:
         params["ngrams_file"] = task.ngrams_file
+    if task.combiner_file:
+        params["combiner_file"] = task.combiner_file
+        # the symbol weights, for the gateway's explanations (the file is what scores)
+        params["combiner_symbols"] = task.combiner_symbols
     _params(c, params)
     return c
 
@@ -155,7 +159,7 @@ def ensemble_config(task: TaskSpec, spec: RepositorySpec) -> Any:
         _step(steps, task.tokenize, {"text": "text"}, ids)
         _step(steps, task.model, ids, {"logits": "logits"})
     outs = {"label": "label", "probabilities": "probabilities"}
-    post_in = {"logits": "logits", **({"text": "text"} if task.ngrams_file else {})}
+    post_in = {"logits": "logits", **({"text": "text"} if task.reads_text else {})}
     _step(steps, task.postprocess, post_in, outs)
     return c
 

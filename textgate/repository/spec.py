@@ -70,6 +70,31 @@ class TaskSpec:
         return str(name)
 
     @property
+    def combiner_file(self) -> str | None:
+        """The bundle's combiner (``textgate.signals.combiner``) that postprocess applies."""
+        name = (self.manifest.get("combiner") or {}).get("file")
+        if not name:
+            return None
+        if name not in self.manifest.get("files", {}):
+            raise RepositoryError(
+                f"{self.bundle_dir}: the manifest names {name} but does not list it",
+                hint="re-export the bundle; its manifest is damaged",
+            )
+        return str(name)
+
+    @property
+    def combiner_symbols(self) -> str:
+        """Symbol -> weight of the bundle's combiner, as compact JSON ('' without one)."""
+        weights = (self.manifest.get("combiner") or {}).get("features") or {}
+        fired = {k: v for k, v in weights.items() if k not in ("content", "lexical")}
+        return json.dumps(fired, sort_keys=True, separators=(",", ":")) if fired else ""
+
+    @property
+    def reads_text(self) -> bool:
+        """Postprocess needs the text: an n-gram half or a combiner (symbols ride on it)."""
+        return bool(self.ngrams_file or self.combiner_file)
+
+    @property
     def normalization(self) -> str:
         """The normalizer fingerprint the bundle was trained under, as JSON ('' if none)."""
         value = self.manifest.get("normalization")

@@ -48,8 +48,11 @@ def write_data(folder: Path, parts: Parts, labels: Sequence[str]) -> None:
     for name in ("validation", "test"):
         part: Part = getattr(parts, name)
         with (folder / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
-            for text, i in zip(part.texts, part.ids, strict=True):
-                fh.write(json.dumps({"text": text, "label": labels[i]}, ensure_ascii=False))
+            for n, (text, i) in enumerate(zip(part.texts, part.ids, strict=True)):
+                row: dict[str, Any] = {"text": text, "label": labels[i]}
+                if part.symbols:  # the combiner's inputs, for export's gates and calibration
+                    row["symbols"] = list(part.symbols[n])
+                fh.write(json.dumps(row, ensure_ascii=False))
                 fh.write("\n")
 
 

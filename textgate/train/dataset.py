@@ -13,10 +13,13 @@ from textgate.train.options import TrainOptions
 
 
 class Part(NamedTuple):
-    """One split as the trainer uses it: texts and class ids."""
+    """One split as the trainer uses it: texts and class ids, and for mail each row's
+    structure symbols and source group (the combiner's inputs and its cross-fit folds)."""
 
     texts: list[str]
     ids: list[int]
+    symbols: tuple[tuple[str, ...], ...] = ()
+    groups: tuple[str, ...] = ()
 
 
 class Parts(NamedTuple):
@@ -46,7 +49,12 @@ def parts_of(splits: Any, opts: TrainOptions) -> Parts:
     tables = [getattr(splits, k) for k in Parts._fields]
     if opts.per_group and tables[0].groups:
         tables[0] = balance_groups(tables[0], opts.per_group)
-    full = [Part(list(t.texts), list(t.label_ids())) for t in tables]
+    full = [
+        Part(
+            list(t.texts), list(t.label_ids()), getattr(t, "symbols", ()), getattr(t, "groups", ())
+        )
+        for t in tables
+    ]
     total = sum(len(p.texts) for p in full)
     if opts.limit is None or opts.limit >= total:
         return Parts(*full)
@@ -57,7 +65,14 @@ def parts_of(splits: Any, opts: TrainOptions) -> Parts:
     for part in full:
         n = max(1, round(len(part.texts) * opts.limit / total))
         keep = np.sort(rng.permutation(len(part.texts))[:n])
-        limited.append(Part([part.texts[i] for i in keep], [part.ids[i] for i in keep]))
+        limited.append(
+            Part(
+                [part.texts[i] for i in keep],
+                [part.ids[i] for i in keep],
+                tuple(part.symbols[i] for i in keep) if part.symbols else (),
+                tuple(part.groups[i] for i in keep) if part.groups else (),
+            )
+        )
     return Parts(*limited)
 
 

@@ -72,6 +72,7 @@ def test_templates_import_only_the_allowed_modules(
     # the n-gram module copied beside postprocess (its own imports are checked below)
     allowed |= {"ngrams", "itertools", "math", "re", "zlib", "collections", "pathlib"}
     allowed |= {"window"}  # copied beside the tokenizer when a bundle reads a head + tail
+    allowed |= {"combiner"}  # copied beside postprocess when a bundle has one
     result = build([fake_bundle()], tmp_path / "repo", _s())
     for path in result.repository.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -151,6 +152,55 @@ def test_a_bundle_with_ngrams_gets_them_in_postprocess_with_the_text(
     ensemble = parse((result.repository / "spam/config.pbtxt").read_text())
     last = ensemble.ensemble_scheduling.step[-1]
     assert last.model_name == "spam_postprocess" and dict(last.input_map)["text"] == "text"
+
+
+def _with_combiner(b: Path) -> Path:
+    """A fake bundle with a combiner (``textgate.signals.combiner``), as export leaves it."""
+    from textgate import bundle
+    from textgate.signals.combiner import Combiner
+
+    model = Combiner(
+        features=("content", "lexical", "LIST_ID", "ATTACH_EXECUTABLE"),
+        weights=[1.0, 0.5, -1.5, 2.0],
+        intercept=0.0,
+        negative=0,
+    )
+    model.save(b / "combiner.json")
+    manifest = bundle.read_manifest(b)
+    manifest["combiner"] = {**model.describe(), "file": "combiner.json"}
+    bundle.write_manifest(b, manifest)
+    return b
+
+
+@pytest.mark.parametrize("strategy", ["bucket", "fused"])
+def test_a_bundle_with_a_combiner_gets_it_in_postprocess_with_the_text(
+    fake_bundle: Callable[..., Path], tmp_path: Path, strategy: str
+) -> None:
+    import json
+
+    from textgate.signals import combiner
+
+    b = _with_combiner(_with_ngrams(fake_bundle()))
+    result = build([b], tmp_path / "repo", _s(shape_strategy=strategy))
+    post = result.repository / "spam_postprocess" / "1"
+    assert (post / "combiner.json").read_bytes() == (b / "combiner.json").read_bytes()
+    assert (post / "combiner.py").read_bytes() == Path(combiner.__file__).read_bytes()
+    config = parse((result.repository / "spam_postprocess/config.pbtxt").read_text())
+    assert [t.name for t in config.input] == ["logits", "text"]
+    assert config.parameters["combiner_file"].string_value == "combiner.json"
+    # the symbol weights ride in the config, for the gateway's explanations
+    weights = json.loads(config.parameters["combiner_symbols"].string_value)
+    assert weights == {"ATTACH_EXECUTABLE": 2.0, "LIST_ID": -1.5}
+
+
+def test_a_combiner_alone_still_gives_postprocess_the_text(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    b = _with_combiner(fake_bundle())
+    result = build([b], tmp_path / "repo", _s(shape_strategy="fused"))
+    config = parse((result.repository / "spam_postprocess/config.pbtxt").read_text())
+    assert [t.name for t in config.input] == ["logits", "text"]
+    assert "ngrams_file" not in config.parameters
 
 
 def test_ngrams_module_imports_only_the_allowed_modules() -> None:

@@ -67,14 +67,16 @@ def test_every_template_imports_only_what_the_triton_stub_has() -> None:
 
     allowed = {"numpy", "tokenizers", "onnxruntime", "triton_python_backend_utils"}
     from textgate import ngrams, window
+    from textgate.signals import combiner
 
     allowed |= {Path(templates.SUPPORT).stem} | set(sys.stdlib_module_names)
-    allowed |= {"ngrams", "window"}
+    allowed |= {"ngrams", "window", "combiner"}
     here = Path(templates.__file__).parent
     # textgate/ngrams.py is copied beside postprocess as ngrams.py when a bundle has one,
     # textgate/window.py beside the tokenize step when it reads a head + tail
     files = [*(here / n for n in templates.TEMPLATES.values()), here / templates.SUPPORT]
-    for path in [*files, Path(ngrams.__file__), Path(window.__file__)]:
+    copied = [Path(ngrams.__file__), Path(window.__file__), Path(combiner.__file__)]
+    for path in [*files, *copied]:
         name = path.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
@@ -148,3 +150,22 @@ def test_text_encoder_reads_the_window_training_read(
     texts = ["the plot starts slowly " * 20 + "overall i would never buy this again", "fine"]
     hf = AutoTokenizer.from_pretrained(str(minilm_tokenizer_dir()))
     assert encoder.encode(texts) == window.hf_ids(hf, texts, 32, tail)
+
+
+@pytest.mark.parametrize(
+    "symbols, text",
+    [((), "plain text"), (("LIST_ID", "IN_REPLY_TO"), "hello"), (("A",), ""), ((), "")],
+)
+def test_the_gateways_frame_is_read_back_by_triton(symbols: tuple[str, ...], text: str) -> None:
+    # two halves of one format: textgate.signals.wire writes it, the templates read it
+    from textgate.signals import wire
+
+    framed = wire.frame(symbols, text)
+    assert support.unframe(framed) == (symbols, text)
+    assert support.text_of(framed.encode()) == text
+    assert wire.unframe(framed) == (symbols, text)
+
+
+def test_an_unterminated_frame_is_text() -> None:
+    value = "\x00LIST_ID no end"
+    assert support.unframe(value) == ((), value)

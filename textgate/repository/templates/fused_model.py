@@ -30,7 +30,7 @@ class TritonPythonModel:
         for request in requests:
             raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
             counts.append(len(raw))
-            texts.extend(support.decode(v) for v in raw)
+            texts.extend(support.text_of(v) for v in raw)
         ids = self.encoder.encode(texts)
         logits = np.zeros((len(ids), self.num_labels), dtype=np.float32)
         groups: dict[int, list[int]] = {}

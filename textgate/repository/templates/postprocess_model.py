@@ -3,7 +3,10 @@
 T is the bundle's calibration temperature (1.0 when it has none): every variant and the
 fp32 re-score share this step's formula, so their probabilities stay comparable. A bundle
 with a lexical half (``ngrams_file``) also gets the text: ``ngrams.py``, the very module
-training fitted it with, scores it and moves the logits before the softmax.
+training fitted it with, scores it and moves the logits before the softmax. A bundle with a
+combiner (``combiner_file``) reads the symbols the gateway framed in front of the text and
+``combiner.py`` sets the not-ham log-odds to its weighted sum of the transformer's, the
+n-grams' and the symbols' evidence (the n-grams then enter only through it).
 """
 
 import json
@@ -38,14 +41,36 @@ class TritonPythonModel:
             import ngrams  # copied beside this file: the featurizer training used
 
             self.lexical = ngrams.NgramModel.load(settings.path("ngrams_file"))
+        self.combiner = None
+        combiner_file = settings.params.get("combiner_file")
+        if combiner_file:
+            support.verify_files(settings.version_dir, {combiner_file: combiner_file})
+            import combiner  # copied beside this file: the code the build fitted it for
+
+            self.combiner = combiner.Combiner.load(settings.path("combiner_file"))
+
+    def join(self, logits: np.ndarray, request: object) -> np.ndarray:
+        """The logits moved by the lexical half and/or the combiner (as they are if neither)."""
+        if (self.lexical is None and self.combiner is None) or not logits.shape[0]:
+            return logits
+        raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
+        framed = [support.unframe(support.decode(v)) for v in raw]
+        texts = [text for _, text in framed]
+        if self.combiner is None:
+            assert self.lexical is not None
+            return self.lexical.adjust(logits, texts)
+        import combiner
+
+        content = combiner.not_negative_log_odds(logits, self.combiner.negative)
+        lexical = np.zeros(len(texts)) if self.lexical is None else self.lexical.scores(texts)
+        z = self.combiner.z(content, lexical, [symbols for symbols, _ in framed])
+        return self.combiner.adjust(logits, z)
 
     def execute(self, requests: list) -> list:
         responses = []
         for request in requests:
             logits = pb_utils.get_input_tensor_by_name(request, "logits").as_numpy()
-            if self.lexical is not None and logits.shape[0]:
-                raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
-                logits = self.lexical.adjust(logits, [support.decode(v) for v in raw])
+            logits = self.join(logits, request)
             probs = softmax(logits.astype(np.float64) / self.temperature).astype(np.float32)
             if probs.shape[0]:
                 names = self.labels[np.argmax(probs, axis=1)].reshape(-1, 1)

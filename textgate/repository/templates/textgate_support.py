@@ -97,6 +97,27 @@ def decode(value: object) -> str:
     return str(value)
 
 
+# The gateway's frame (textgate/signals/wire.py): "\x00SYM SYM\x00text". Normalized text
+# never starts with NUL, so a plain text is never mistaken for one.
+FRAME_MARK = "\x00"
+MAX_FRAME = 4096
+
+
+def unframe(value: str) -> tuple[tuple[str, ...], str]:
+    """(symbols, text) of a string-tensor element; ((), value) when it carries no frame."""
+    if not value.startswith(FRAME_MARK):
+        return (), value
+    end = value.find(FRAME_MARK, 1, MAX_FRAME)
+    if end < 0:
+        return (), value
+    return tuple(value[1:end].split()), value[end + 1 :]
+
+
+def text_of(value: object) -> str:
+    """The text a tokenizer or n-gram model reads: decoded, any symbol frame removed."""
+    return unframe(decode(value))[1]
+
+
 # Bound the characters handed to the tokenizer: truncation happens after tokenization, so a
 # multi-megabyte text would otherwise cost its full length. 64 chars per token is far above
 # what WordPiece/BPE produce on real text, so results for real texts are unchanged.

@@ -23,7 +23,7 @@ class TritonPythonModel:
         texts = []
         for request in requests:
             raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
-            texts.append([support.decode(v) for v in raw])
+            texts.append([support.text_of(v) for v in raw])
         # One batched tokenizer call for every text of every request in this execution.
         flat = [t for group in texts for t in group]
         ids = self.encoder.encode(flat)

@@ -1,0 +1,178 @@
+"""The combiner's training: out-of-source scores for every training row, then the fit.
+
+    training rows ─ source groups ─> k folds (textgate.train.combiner.crossfit_folds)
+    for each fold j: transformer + n-grams trained on the other folds' rows
+                     └─> content and lexical log-odds of fold j's rows (never their own group)
+    (content, lexical, symbols, label) of every row ─> sign-constrained logistic regression
+
+The weights so learn how each signal behaves on mail from sources its models never saw: a
+model scored on its own training rows looks perfect, and a combiner fitted on that would
+trust it blindly. The served transformer and n-gram model are the ones trained on all rows;
+the fold models only produce the combiner's training inputs and are thrown away.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from textgate.errors import TrainError
+from textgate.train.dataset import Part
+from textgate.train.options import TrainOptions
+
+COMBINER_FILE = "combiner.json"
+
+
+def fit_combiner(
+    splits: Any,
+    train: Part,
+    labels: Sequence[str],
+    opts: TrainOptions,
+    *,
+    task: str,
+    out: Path,
+    say: Callable[[str], None],
+    base: Path | None = None,
+) -> dict[str, Any]:
+    """Cross-fit the scores of ``train``'s rows, fit the combiner, write ``combiner.json``;
+    returns what textgate.json records of it."""
+    model, info = cross_fit(splits, train, labels, opts, task=task, say=say, base=base)
+    model.save(out / COMBINER_FILE)
+    return {**model.describe(), "file": COMBINER_FILE, **info}
+
+
+def cross_fit(
+    splits: Any,
+    train: Part,
+    labels: Sequence[str],
+    opts: TrainOptions,
+    *,
+    task: str,
+    say: Callable[[str], None],
+    base: Path | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """The combiner fitted on out-of-source scores of ``train``'s rows, and its record.
+    ``textgate evaluate --by-source`` runs this inside each fold too (nested: the held-out
+    groups never reach the combiner's weights)."""
+    from textgate import signals
+    from textgate.train import combiner as fitter
+
+    if not train.symbols or not train.groups:
+        raise TrainError(
+            "the combiner needs each training row's structure symbols and source group",
+            hint="train on mail (textgate.data.load_email or --data with .eml/mbox/Maildir)",
+        )
+    t0 = time.monotonic()
+    negative = list(labels).index("ham") if "ham" in labels else 0
+    y = (np.asarray(train.ids) != negative).astype(np.int64)
+    k = int(opts.combiner_folds or 2)
+    fold_of = fitter.crossfit_folds(
+        train.groups, [labels[i] for i in train.ids], k=k, seed=opts.seed
+    )
+    runs: list[dict[str, Any]] = []
+    content = fitter.crossfit_predict(
+        train.groups, fold_of, _content_scores(splits, train, labels, opts, task, say, base, runs)
+    )
+    lexical = fitter.crossfit_predict(
+        train.groups, fold_of, _lexical_scores(train, y, negative, task)
+    )
+    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    model = fitter.fit(
+        content,
+        lexical,
+        train.symbols,
+        y,
+        symbols=signals.ORDER,
+        directions=directions,
+        negative=negative,
+    )
+    seconds = round(time.monotonic() - t0, 1)
+    say(f"combiner: {len(y)} out-of-source rows from {k} folds in {seconds}s")
+    return model, {
+        "crossfit": {"folds": k, "fold_of_group": dict(sorted(fold_of.items()))},
+        "rows": len(y),
+        "out_of_source": _oof_report(content, lexical, y),
+        "fold_training": runs,
+        # a fold the time budget cut makes the combiner depend on the machine, as a cut
+        # main run would: the build refuses to cache either (textgate.build)
+        "cut_by_time_budget": any(r.get("stopped") == "time_budget" for r in runs),
+        "seconds": seconds,
+    }
+
+
+def _content_scores(
+    splits: Any,
+    train: Part,
+    labels: Sequence[str],
+    opts: TrainOptions,
+    task: str,
+    say: Callable[[str], None],
+    base: Path | None,
+    runs: list[dict[str, Any]],
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """fit_predict for the transformer: trained on ``train_idx``, log-odds of ``pred_idx``;
+    each fold's run record is appended to ``runs``."""
+    from textgate import data as data_mod
+    from textgate.signals.combiner import not_negative_log_odds
+    from textgate.train import fit_predict
+    from textgate.train.options import task_defaults
+
+    negative = list(labels).index("ham") if "ham" in labels else 0
+    per_group = task_defaults(task, opts.recipe).combiner_per_group or opts.per_group
+    fold_opts = replace(opts, combiner_folds=0, limit=None, per_group=per_group)
+
+    def run(train_idx: np.ndarray, pred_idx: np.ndarray) -> np.ndarray:
+        sub = data_mod.Table(
+            texts=tuple(train.texts[i] for i in train_idx),
+            labels=tuple(labels[train.ids[i]] for i in train_idx),
+            label_names=tuple(labels),
+            source=f"{splits.train.source}#crossfit",
+            groups=tuple(train.groups[i] for i in train_idx),
+        )
+        fold = data_mod.Splits(train=sub, validation=splits.validation, test=splits.test)
+        say(f"combiner: a transformer on {len(train_idx)} rows for {len(pred_idx)} others")
+        probs, history = fit_predict(
+            fold,
+            [train.texts[i] for i in pred_idx],
+            task=task,
+            options=fold_opts,
+            base=base,
+        )
+        runs.append({k: v for k, v in history.record().items() if k != "history"})
+        logits = np.log(np.clip(probs.astype(np.float64), 1e-12, 1.0))
+        return not_negative_log_odds(logits, negative)
+
+    return run
+
+
+def _lexical_scores(
+    train: Part, y: np.ndarray, negative: int, task: str
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """fit_predict for the n-gram model, with the task's recipe."""
+    from textgate.train import ngram
+    from textgate.train.options import GENERIC, TASK_DEFAULTS
+
+    recipe = TASK_DEFAULTS.get(task, GENERIC).ngram_recipe
+
+    def run(train_idx: np.ndarray, pred_idx: np.ndarray) -> np.ndarray:
+        texts = [train.texts[i] for i in train_idx]
+        model, _ = ngram.fit(texts, y[train_idx], negative=negative, recipe=recipe)
+        return model.scores([train.texts[i] for i in pred_idx])
+
+    return run
+
+
+def _oof_report(content: np.ndarray, lexical: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """How each signal alone ranks the rows it never trained on (AUC), for the manifest."""
+    from textgate import metrics
+
+    out: dict[str, Any] = {}
+    for name, score in (("content", content), ("lexical", lexical)):
+        auc = metrics.roc_auc(y.tolist(), score)
+        out[f"{name}_auc"] = None if auc is None else round(float(auc), 4)
+    return out
