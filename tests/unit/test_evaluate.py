@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -81,7 +84,7 @@ def test_baselines_on_held_out_groups_report_fpr_and_recall() -> None:
     assert spam_fold["groups"]["c/spam"]["recall"] > 0.5
     assert "naive-bayes" in report["summary"]
     md = evaluate.markdown(report)
-    assert md.count("\n") == 2 + 4 * 2 + 2
+    assert sum(line.startswith("| ") for line in md.splitlines()) == 1 + 4 * 2 + 2
 
 
 def test_binary_report_counts() -> None:
@@ -257,3 +260,193 @@ def test_a_report_without_a_transformer_has_no_training_lines() -> None:
     report = evaluate.by_source(table, models=("naive-bayes",), options=evaluate.FoldOptions())
     assert "budget_cut" not in report
     assert "Transformer training" not in evaluate.markdown(report)
+
+
+# --- per group, worst fold, ham groups, seeds: fake fold results, no training ---------------
+
+
+def test_a_ham_group_reports_its_rates_at_review_and_quarantine() -> None:
+    table = _four_groups()
+    idx = np.array([0, 1, 2, 3, 40, 41])  # four ham of a/ham, two spam of c/spam
+    score = np.array([0.1, 0.6, 0.9, 0.97, 0.8, 0.9])
+    got = evaluate.by_group(table, idx, score)
+    assert got["a/ham"] == {"n": 4, "fpr": 0.75, "fpr@review": 0.5, "fpr@quarantine": 0.25}
+    assert got["c/spam"] == {"n": 2, "recall": 1.0, "recall@review": 0.5}
+
+
+def _model(f1: float, **extra: object) -> dict[str, object]:
+    """A model's fold report as ``by_source`` writes it, the keys the summary reads."""
+    rep: dict[str, object] = {"n": 10, "positives": 5, "f1": f1, "precision": f1, "recall": f1}
+    rep |= {"roc_auc": 0.9, "fpr@0.5": 0.1, "fpr@review": 0.05, "fpr@quarantine": 0.01}
+    return rep | extra
+
+
+def _ham(review: float, quarantine: float) -> dict[str, object]:
+    return {"n": 5, "fpr": review + 0.1, "fpr@review": review, "fpr@quarantine": quarantine}
+
+
+def _folds(f1s: tuple[float, float], reviews: tuple[float, float]) -> list[dict[str, object]]:
+    """Two folds of one ham and one spam group each, for the model ``m``."""
+    return [
+        {
+            "held_out": [f"h{k}/ham", f"s{k}/spam"],
+            "models": {
+                "m": _model(
+                    f1,
+                    groups={
+                        f"h{k}/ham": _ham(review, review / 2),
+                        f"s{k}/spam": {"n": 5, "recall": 0.9, "recall@review": 0.8},
+                    },
+                )
+            },
+        }
+        for k, (f1, review) in enumerate(zip(f1s, reviews, strict=True))
+    ]
+
+
+def test_the_summary_names_the_worst_fold_and_every_ham_groups_rates() -> None:
+    s = evaluate.summarize(_folds((0.9, 0.7), (0.02, 0.2)), ["m", "absent"])
+    assert list(s) == ["m"]
+    m = s["m"]
+    assert m["f1"] == pytest.approx(0.8) and m["fpr@review"] == pytest.approx(0.05)
+    assert (m["worst_fold_f1"], m["worst_fold"]) == (0.7, ["h1/ham", "s1/spam"])
+    assert m["ham_groups"] == {
+        "h0/ham": {"fpr@review": 0.02, "fpr@quarantine": 0.01},
+        "h1/ham": {"fpr@review": 0.2, "fpr@quarantine": 0.1},
+    }
+    assert m["max_ham_fpr@review"] == 0.2
+
+
+def test_a_one_class_fold_is_never_the_worst_fold() -> None:
+    """A ham-only fold's F1 is 0 whatever the model does; it must not read as the worst."""
+    folds = _folds((0.9, 0.7), (0.0, 0.1))
+    ham_only = {"held_out": ["h2/ham"], "models": {"m": _model(0.0, positives=0)}}
+    got = evaluate.summarize([*folds, ham_only], ["m"])["m"]
+    assert got["worst_fold"] == ["h1/ham", "s1/spam"]
+
+
+def test_the_table_has_fpr_at_review_and_the_ham_groups_worst_first() -> None:
+    results = _folds((0.9, 0.7), (0.02, 0.2))
+    report = {"folds": results, "summary": evaluate.summarize(results, ["m"]), "options": {}}
+    lines = evaluate.markdown(report).splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[-3:] == ["FPR@0.5", "FPR@review", "FPR@quarantine"]
+    assert lines[2].endswith("| 0.100 | 0.050 | 0.010 |")
+    assert "Ham groups flagged at review (≥ 0.85) / quarantine (≥ 0.95), worst first:" in lines
+    assert "- m: h1/ham 0.200 / 0.100, h0/ham 0.020 / 0.010" in lines
+
+
+def _seed_run(seed: int, f1s: tuple[float, float], reviews: tuple[float, float]) -> dict:
+    results = _folds(f1s, reviews)
+    return {
+        "folds": results,
+        "summary": evaluate.summarize(results, ["m"]),
+        "options": {"seed": seed, "minutes": 3.0},
+        "budget_cut": ["h1/ham + s1/spam"] if seed == 1 else [],
+    }
+
+
+def _three_seeds() -> list[dict]:
+    return [
+        _seed_run(42, (0.9, 0.7), (0.02, 0.2)),
+        _seed_run(1, (0.9, 0.9), (0.04, 0.1)),
+        _seed_run(2, (0.8, 0.6), (0.0, 0.3)),
+    ]
+
+
+def test_join_seeds_gives_mean_spread_and_the_worst_over_seeds() -> None:
+    runs = _three_seeds()
+    joined = evaluate.join_seeds(runs)
+    assert joined["seeds"] == [42, 1, 2] and joined["runs"] == runs
+    assert joined["options"] == {"minutes": 3.0, "seeds": [42, 1, 2]}
+    m = joined["summary"]["m"]
+    assert m["f1_per_seed"] == pytest.approx([0.8, 0.9, 0.7])
+    assert m["f1_mean"] == pytest.approx(0.8) and m["f1_std"] == pytest.approx(0.1)
+    assert m["worst_fold_f1_mean"] == pytest.approx((0.7 + 0.9 + 0.6) / 3)
+    assert m["max_ham_fpr@review_max"] == 0.3
+    assert m["roc_auc_mean"] == pytest.approx(0.9) and m["roc_auc_std"] == 0.0
+    assert m["ham_groups"]["h1/ham"]["fpr@review"] == pytest.approx(0.2)
+    assert m["ham_groups"]["h0/ham"]["fpr@quarantine"] == pytest.approx(0.01)
+    assert joined["budget_cut"] == {"1": ["h1/ham + s1/spam"]}
+
+
+def test_join_seeds_of_one_seed_has_no_spread_and_skips_a_missing_key() -> None:
+    run = _seed_run(42, (0.9, 0.7), (0.02, 0.2))
+    del run["summary"]["m"]["roc_auc"], run["budget_cut"]
+    m = evaluate.join_seeds([run])["summary"]["m"]
+    assert m["f1_mean"] == pytest.approx(0.8) and m["f1_std"] == 0.0
+    assert "roc_auc_mean" not in m
+    assert "budget_cut" not in evaluate.join_seeds([run])
+
+
+def test_the_seeds_markdown_puts_the_means_first_then_each_seed() -> None:
+    md = evaluate.markdown(evaluate.join_seeds(_three_seeds()))
+    lines = md.splitlines()
+    assert lines[0].startswith("Over seeds 42, 1, 2:")
+    assert lines[2].startswith("| model | F1 | worst fold F1 |")
+    assert lines[4].startswith("| m | 0.800 ± 0.100 | 0.733 ± 0.153 |")
+    assert "- m: h1/ham 0.200 / 0.100, h0/ham 0.020 / 0.010" in lines  # means over seeds
+    assert [line for line in lines if line.startswith("### Seed")] == [
+        "### Seed 42",
+        "### Seed 1",
+        "### Seed 2",
+    ]
+    assert md.index("### Seed 42") < md.index("| h0/ham + s0/spam | m | 0.900")
+
+
+def test_the_default_models_include_the_served_combined_scorer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textgate import cli
+
+    runs = _captured_runs(monkeypatch)
+    assert cli.main(["evaluate", "--task", "spam", "--by-source"]) == 0
+    models = runs[0]["models"]
+    assert isinstance(models, list)
+    assert models[models.index("transformer+ngrams") + 1] == "combined"
+    assert set(models) == set(evaluate.MODELS)
+
+
+def test_the_cli_runs_every_seed_and_writes_one_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from textgate import cli
+    from textgate.commands import training
+
+    fakes = {r["options"]["seed"]: r for r in _three_seeds()}
+    seen: list[int] = []
+
+    def fake_by_source(table: data.Table, **kw: Any) -> dict:
+        seed = kw["options"].seed
+        seen.append(seed)
+        kw["scores_out"]["fold0/m/score"] = np.array([seed / 100])
+        return fakes[seed]
+
+    table = data.Table(texts=("a",), labels=("ham",), label_names=("ham",), source="t")
+    monkeypatch.setattr(training, "load_table", lambda _args: table)
+    monkeypatch.setattr(evaluate, "by_source", fake_by_source)
+    out, npz = tmp_path / "seeds.json", tmp_path / "s.npz"
+    argv = ["evaluate", "--task", "spam", "--by-source", "--seeds", "42,1,2"]
+    assert cli.main([*argv, "-o", str(out), "--scores", str(npz)]) == 0
+    assert seen == [42, 1, 2]
+    report = json.loads(out.read_text())
+    assert report["seeds"] == [42, 1, 2] and len(report["runs"]) == 3
+    assert report["summary"]["m"]["f1_mean"] == pytest.approx(0.8)
+    assert out.with_suffix(".md").read_text().startswith("Over seeds 42, 1, 2:")
+    assert sorted(np.load(npz)) == [
+        "seed1/fold0/m/score",
+        "seed2/fold0/m/score",
+        "seed42/fold0/m/score",
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad", [["--seeds", "42,x"], ["--seeds", "1,1"], ["--seed", "1", "--seeds", "2"]]
+)
+def test_the_cli_refuses_bad_seeds(monkeypatch: pytest.MonkeyPatch, bad: list[str]) -> None:
+    from textgate import cli
+
+    runs = _captured_runs(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["evaluate", "--task", "spam", "--by-source", *bad])
+    assert info.value.code == 2 and runs == []

@@ -72,9 +72,13 @@ def _add_evaluate(sub: Subparsers) -> None:
         description="Hold out whole source groups (an Enron mailbox, a spam feed, TREC's list "
         "mail, a honeypot year), train on the rest, score only the held-out mail: the "
         "estimate of quality on mail from elsewhere. The transformer gets a short budget "
-        "per fold; TF-IDF + logistic regression and naive Bayes run on the same folds.",
+        "per fold; TF-IDF + logistic regression and naive Bayes run on the same folds. "
+        "'combined' is the served spam scorer, its combiner refit inside every fold (two "
+        "more transformer trainings a fold). --seeds runs every fold once per seed and "
+        "writes one report: the means and spread over seeds, then each seed's folds.",
         examples=(
             "textgate evaluate --task spam --by-source -o reports/by-source.json",
+            "textgate evaluate --task spam --by-source --seeds 42,1,2 -o reports/seeds.json",
             "textgate evaluate --task spam --by-source --models tfidf-lr,naive-bayes",
             "textgate evaluate --task spam --by-source --hold-out trec07p/ham-list "
             "--models transformer --scores reports/trec.npz",
@@ -84,8 +88,9 @@ def _add_evaluate(sub: Subparsers) -> None:
     p.add_argument("--by-source", action="store_true", required=True, help="hold out sources")
     p.add_argument(
         "--models",
-        default="transformer,ngrams,transformer+ngrams,tfidf-lr,naive-bayes",
-        help="comma-separated (transformer+ngrams is the served spam model)",
+        default="transformer,ngrams,transformer+ngrams,combined,tfidf-lr,naive-bayes",
+        help="comma-separated (combined is the served spam scorer: transformer + n-grams + "
+        "structure symbols; transformer+ngrams the two halves joined without symbols)",
     )
     p.add_argument(
         "--per-group",
@@ -99,11 +104,19 @@ def _add_evaluate(sub: Subparsers) -> None:
         help="transformer budget per fold (default: the task's build budget, else 3)",
     )
     p.add_argument("--base", type=Path, help="checkpoint to fine-tune (default: packaged MiniLM)")
-    p.add_argument(
+    seed = p.add_mutually_exclusive_group()
+    seed.add_argument(
         "--seed",
         type=int,
         default=42,
-        help="the transformer's seed in every fold (rerun with others to see retraining spread)",
+        help="the transformer's seed in every fold (default 42; --seeds runs several)",
+    )
+    seed.add_argument(
+        "--seeds",
+        type=_seed_list,
+        metavar="N,N,...",
+        help="run every fold once per seed (e.g. --seeds 42,1,2) and write one report of "
+        "them all; with --scores each row's key starts seed<N>/",
     )
     p.add_argument(
         "--hold-out",
@@ -119,7 +132,20 @@ def _add_evaluate(sub: Subparsers) -> None:
     p.set_defaults(handler=_run_evaluate)
 
 
+def _seed_list(text: str) -> list[int]:
+    """``"42,1,2"`` -> ``[42, 1, 2]``; a repeated seed would only repeat a run."""
+    try:
+        seeds = [int(s) for s in split_list(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from exc
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"give distinct seeds, e.g. 42,1,2 (got {text!r})")
+    return seeds
+
+
 def _run_evaluate(args: argparse.Namespace) -> int:
+    import dataclasses
+
     import numpy as np
 
     from textgate import evaluate
@@ -136,14 +162,23 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     )
     models = split_list(args.models)
     scores: dict[str, Any] = {}
-    report = evaluate.by_source(
-        table,
-        models=models,
-        options=options,
-        log=console.print,
-        scores_out=scores,
-        only=tuple(args.hold_out),
-    )
+    runs: list[dict[str, Any]] = []
+    for seed in args.seeds or [args.seed]:
+        if args.seeds:
+            console.print(f"seed {seed} ({len(runs) + 1} of {len(args.seeds)})", highlight=False)
+        seed_scores: dict[str, Any] = {}
+        run = evaluate.by_source(
+            table,
+            models=models,
+            options=dataclasses.replace(options, seed=seed),
+            log=console.print,
+            scores_out=seed_scores,
+            only=tuple(args.hold_out),
+        )
+        runs.append(run)
+        prefix = f"seed{seed}/" if args.seeds else ""  # one file, so seeds must not collide
+        scores |= {prefix + key: v for key, v in seed_scores.items()}
+    report = evaluate.join_seeds(runs) if args.seeds else runs[0]
     if args.scores:
         args.scores.parent.mkdir(parents=True, exist_ok=True)
         with open(args.scores, "wb") as fh:  # a file object: savez would append ".npz"

@@ -33,6 +33,7 @@ from textgate.evaluate.report import (
     binary_report,
     budget_cut,
     by_group,
+    join_seeds,
     markdown,
     positives,
     summarize,
@@ -41,6 +42,7 @@ from textgate.evaluate.report import (
 from textgate.evaluate.scorers import (
     FoldOptions,
     balanced,
+    combined,
     joined,
     naive_bayes,
     ngram_lr,
@@ -59,7 +61,9 @@ __all__ = [
     "budget_cut",
     "by_group",
     "by_source",
+    "combined",
     "folds",
+    "join_seeds",
     "joined",
     "markdown",
     "naive_bayes",
@@ -80,8 +84,11 @@ CORPUS_FOLDS: tuple[tuple[str, ...], ...] = (
     ("trec07p/ham-list", "phishing-pot/2025-2026"),
     ("trec07p/ham-other", "trec07p/spam-other"),
 )
-MODELS = ("transformer", "ngrams", "transformer+ngrams", "tfidf-lr", "naive-bayes")
+MODELS = ("transformer", "ngrams", "transformer+ngrams", "combined", "tfidf-lr", "naive-bayes")
 JOINED = "transformer+ngrams"  # scored on the transformer's rows from both halves' scores
+# the served spam scorer: transformer + n-grams + structure symbols, its combiner refit
+# inside each fold (nested cross-fit: two more trainings a fold)
+COMBINED = "combined"
 
 
 def folds(table: data.Table, only: Sequence[str] = ()) -> list[tuple[str, ...]]:
@@ -149,6 +156,10 @@ def by_source(
             if name == "transformer":
                 score = _trained(fold, held, table, train_idx, few, opts, say)
                 test_idx = few
+            elif name == COMBINED:
+                halves = (scores["transformer"][few], scores["ngrams"][few])
+                score, fold["combiner"] = combined(table, train_idx, few, halves, opts, say)
+                test_idx = few
             else:
                 test_idx, score = _score(name, table, y, train_idx, test_all, few, scores)
             full = np.full(len(table.texts), np.nan)
@@ -199,11 +210,12 @@ def _trained(
 
 
 def _order(models: Sequence[str]) -> list[str]:
-    """The models to run, the joined one's halves first (run even when not reported)."""
-    if JOINED not in models:
+    """The models to run, the joined ones' halves first (run even when not reported)."""
+    last = [m for m in (JOINED, COMBINED) if m in models]
+    if not last:
         return list(models)
     need = [m for m in ("transformer", "ngrams") if m not in models]
-    return need + [m for m in models if m != JOINED] + [JOINED]
+    return need + [m for m in models if m not in last] + last
 
 
 def _score(

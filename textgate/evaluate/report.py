@@ -1,6 +1,7 @@
 """Leave-one-source-out's numbers and their rendering: each fold's binary metrics at the
 policy's thresholds, per held-out group, the worst errors for a person to read, the means over
-folds, and the markdown table with each fold's transformer run under it."""
+folds with the worst fold and the worst ham group, the join of several seeds' runs, and the
+markdown tables with each fold's transformer run under them."""
 
 from __future__ import annotations
 
@@ -40,15 +41,25 @@ def binary_report(y: np.ndarray, score: np.ndarray) -> dict[str, Any]:
     return out
 
 
+# per held-out group, by what it holds: the report's key -> binary_report's key
+GROUP_KEYS = {
+    "ham": {"fpr": "fpr@0.5", "fpr@review": "fpr@review", "fpr@quarantine": "fpr@quarantine"},
+    "positive": {"recall": "recall@0.5", "recall@review": "recall@review"},
+    "mixed": {"f1": "f1"},
+}
+
+
 def by_group(table: data.Table, idx: np.ndarray, score: np.ndarray) -> dict[str, Any]:
+    """Per held-out group: a ham group's flag rates at 0.5 (``fpr``), review and quarantine,
+    a spam or phish group's recall at 0.5 (``recall``) and review, a mixed group's F1."""
     groups = np.array(table.groups)[idx]
     y = positives(table)[idx]
     out = {}
     for g in sorted(set(groups)):
         sel = groups == g
-        key = "recall" if y[sel].all() else "fpr" if not y[sel].any() else "f1"
+        kind = "positive" if y[sel].all() else "ham" if not y[sel].any() else "mixed"
         rep = binary_report(y[sel], score[sel])
-        out[g] = {"n": int(sel.sum()), key: rep[key if key != "fpr" else "fpr@0.5"]}
+        out[g] = {"n": int(sel.sum())} | {k: rep[r] for k, r in GROUP_KEYS[kind].items()}
     return out
 
 
@@ -76,43 +87,204 @@ def worst(
     }
 
 
+MEANS = ("f1", "precision", "recall", "roc_auc", "fpr@0.5", "fpr@review", "fpr@quarantine")
+
+
 def summarize(results: Sequence[dict[str, Any]], models: Sequence[str]) -> dict[str, Any]:
-    """Mean F1 / AUC / FPR over folds per model."""
+    """Per model: the means over folds, the worst fold by F1 and every held-out ham group's
+    flag rates at review and quarantine with the worst group's rate at review. A mean hides
+    the one mailbox a release starts quarantining; the worst fold and group show it."""
     out: dict[str, Any] = {}
     for name in models:
-        reps = [f["models"][name] for f in results if name in f["models"]]
-        if not reps:
+        folds = [f for f in results if name in f["models"]]
+        if not folds:
             continue
+        reps = [f["models"][name] for f in folds]
         out[name] = {
-            key: float(np.mean([r[key] for r in reps if r[key] is not None]))
-            for key in ("f1", "precision", "recall", "roc_auc", "fpr@0.5", "fpr@quarantine")
-            if any(r[key] is not None for r in reps)
+            key: float(np.mean([r[key] for r in reps if r.get(key) is not None]))
+            for key in MEANS
+            if any(r.get(key) is not None for r in reps)
         }
+        out[name] |= _worst_fold(folds, name) | _ham_groups(reps)
     return out
 
 
+def _worst_fold(folds: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The lowest F1 among folds holding both classes (a ham-only fold's F1 is 0 by
+    construction, which says nothing), and that fold's held-out groups."""
+    both = [f for f in folds if 0 < f["models"][name]["positives"] < f["models"][name]["n"]]
+    if not both:
+        return {}
+    fold = min(both, key=lambda f: f["models"][name]["f1"])
+    return {"worst_fold_f1": fold["models"][name]["f1"], "worst_fold": list(fold["held_out"])}
+
+
+def _ham_groups(reps: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each held-out ham group's share scored at review and at quarantine, and the worst
+    group's share at review: the mail a person would have to release by hand."""
+    rates = {
+        group: {k: r.get(k) for k in ("fpr@review", "fpr@quarantine")}
+        for rep in reps
+        for group, r in rep.get("groups", {}).items()
+        if "fpr" in r
+    }
+    review = [r["fpr@review"] for r in rates.values() if r["fpr@review"] is not None]
+    if not review:
+        return {}
+    return {"ham_groups": rates, "max_ham_fpr@review": max(review)}
+
+
+# --- several seeds ---------------------------------------------------------------------------
+
+JOINED_KEYS = (*MEANS, "worst_fold_f1", "max_ham_fpr@review")
+
+
+def join_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One report over the runs of the same folds under several transformer seeds (each
+    ``by_source``'s report, its seed under ``options``): per model the mean and standard
+    deviation over seeds of each run's summary, F1 per seed, the worst ham group's rate at
+    review over all seeds (``max_ham_fpr@review_max``) and each ham group's mean rates. A
+    fold's F1 moves with the seed by more than most changes do, so one seed decides nothing."""
+    seeds = [r["options"]["seed"] for r in reports]
+    models = list(dict.fromkeys(m for r in reports for m in r["summary"]))
+    options = {k: v for k, v in reports[0]["options"].items() if k != "seed"} if reports else {}
+    out: dict[str, Any] = {
+        "seeds": seeds,
+        "runs": list(reports),
+        "summary": {m: _over_seeds([r["summary"].get(m, {}) for r in reports]) for m in models},
+        "options": options | {"seeds": seeds},
+    }
+    cut = {str(r["options"]["seed"]): r["budget_cut"] for r in reports if r.get("budget_cut")}
+    if any("budget_cut" in r for r in reports):
+        out["budget_cut"] = cut
+    if reports and "only" in reports[0]:
+        out["only"] = reports[0]["only"]
+    return out
+
+
+def _over_seeds(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One model's summaries, one per seed, as mean, std (n - 1; 0 for one seed) and F1 per
+    seed; a seed without the model or the key (no AUC on one-class folds) is left out."""
+    out: dict[str, Any] = {"f1_per_seed": [s.get("f1") for s in runs]}
+    for key in JOINED_KEYS:
+        xs = [float(s[key]) for s in runs if s.get(key) is not None]
+        if xs:
+            out[f"{key}_mean"] = float(np.mean(xs))
+            out[f"{key}_std"] = float(np.std(xs, ddof=1)) if len(xs) > 1 else 0.0
+    review = [s["max_ham_fpr@review"] for s in runs if s.get("max_ham_fpr@review") is not None]
+    if review:
+        out["max_ham_fpr@review_max"] = max(review)
+    groups = _mean_ham_groups([s.get("ham_groups", {}) for s in runs])
+    return out | ({"ham_groups": groups} if groups else {})
+
+
+def _mean_ham_groups(runs: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each ham group's rates averaged over the seeds that held it out."""
+    out: dict[str, dict[str, Any]] = {}
+    for group in dict.fromkeys(g for run in runs for g in run):
+        out[group] = {}
+        for key in ("fpr@review", "fpr@quarantine"):
+            xs = [run[group][key] for run in runs if run.get(group, {}).get(key) is not None]
+            out[group][key] = float(np.mean(xs)) if xs else None
+    return out
+
+
+# --- markdown --------------------------------------------------------------------------------
+
+COLUMNS = (
+    ("F1", "f1"),
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("ROC-AUC", "roc_auc"),
+    ("FPR@0.5", "fpr@0.5"),
+    ("FPR@review", "fpr@review"),
+    ("FPR@quarantine", "fpr@quarantine"),
+)
+
+
+def _cell(v: Any) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def markdown(report: dict[str, Any]) -> str:
-    """One table row per fold and model, then the means: for docs/ and the console."""
+    """One table row per fold and model, then the means, each model's ham groups and each
+    fold's transformer run: for docs/ and the console. A report of several seeds
+    (``join_seeds``) gets the table over seeds first, then each seed's report."""
+    if "runs" in report:
+        return _seeds_markdown(report)
     lines = [
-        "| held out | model | F1 | precision | recall | ROC-AUC | FPR@0.5 | FPR@quarantine |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        _row(["held out", "model", *(title for title, _ in COLUMNS)]),
+        "|---|---|" + "---:|" * len(COLUMNS),
     ]
-
-    def cell(v: Any) -> str:
-        return "–" if v is None else f"{v:.3f}"
-
     for fold in report["folds"]:
         for name, r in fold["models"].items():
-            row = [" + ".join(fold["held_out"]), name]
-            row += [cell(r[k]) for k in ("f1", "precision", "recall", "roc_auc")]
-            row += [cell(r["fpr@0.5"]), cell(r["fpr@quarantine"])]
-            lines.append("| " + " | ".join(row) + " |")
+            held = " + ".join(fold["held_out"])
+            lines.append(_row([held, name, *(_cell(r.get(k)) for _, k in COLUMNS)]))
     for name, s in report["summary"].items():
-        row = ["**mean**", f"**{name}**"]
-        row += [cell(s.get(k)) for k in ("f1", "precision", "recall", "roc_auc")]
-        row += [cell(s.get("fpr@0.5")), cell(s.get("fpr@quarantine"))]
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append(_row(["**mean**", f"**{name}**", *(_cell(s.get(k)) for _, k in COLUMNS)]))
+    lines += _ham_lines(report["summary"], "worst first")
     return "\n".join(lines + _training_lines(report)) + "\n"
+
+
+def _ham_lines(summary: dict[str, Any], note: str) -> list[str]:
+    """Per model, each held-out ham group's share flagged at review (≥ 0.85) and at
+    quarantine (≥ 0.95), worst first: the groups a mean over folds averages away."""
+    models = {m: s["ham_groups"] for m, s in summary.items() if s.get("ham_groups")}
+    if not models:
+        return []
+    review, quarantine = THRESHOLDS["review"], THRESHOLDS["quarantine"]
+    head = f"Ham groups flagged at review (≥ {review}) / quarantine (≥ {quarantine}), {note}:"
+    lines = ["", head, ""]
+    for name, groups in models.items():
+        ranked = sorted(groups.items(), key=lambda kv: (*_worse(kv[1]), kv[0]))
+        rates = ", ".join(
+            f"{g} {_cell(r['fpr@review'])} / {_cell(r['fpr@quarantine'])}" for g, r in ranked
+        )
+        lines.append(f"- {name}: {rates}")
+    return lines
+
+
+def _worse(rates: dict[str, Any]) -> tuple[float, float]:
+    """Sort key: the higher rate at review first, then at quarantine (a missing rate last)."""
+    return (-(rates.get("fpr@review") or 0.0), -(rates.get("fpr@quarantine") or 0.0))
+
+
+SEED_COLUMNS = (
+    ("F1", "f1"),
+    ("worst fold F1", "worst_fold_f1"),
+    ("ROC-AUC", "roc_auc"),
+    ("FPR@0.5", "fpr@0.5"),
+    ("FPR@review", "fpr@review"),
+    ("FPR@quarantine", "fpr@quarantine"),
+    ("worst ham group FPR@review", "max_ham_fpr@review"),
+)
+
+
+def _seeds_markdown(report: dict[str, Any]) -> str:
+    """The means over seeds (± their standard deviation), each model's ham groups averaged
+    over seeds, then every seed's own report."""
+    seeds = ", ".join(str(s) for s in report["seeds"])
+    lines = [
+        f"Over seeds {seeds}: mean ± std over seeds of each seed's mean over folds.",
+        "",
+        _row(["model", *(title for title, _ in SEED_COLUMNS)]),
+        "|---|" + "---:|" * len(SEED_COLUMNS),
+    ]
+    for name, s in report["summary"].items():
+        lines.append(_row([name, *(_pm(s, k) for _, k in SEED_COLUMNS)]))
+    lines += _ham_lines(report["summary"], "mean over seeds, worst first")
+    for seed, run in zip(report["seeds"], report["runs"], strict=True):
+        lines += ["", f"### Seed {seed}", "", markdown(run).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def _pm(summary: dict[str, Any], key: str) -> str:
+    mean = summary.get(f"{key}_mean")
+    return "–" if mean is None else f"{mean:.3f} ± {summary.get(f'{key}_std', 0.0):.3f}"
 
 
 def _training_lines(report: dict[str, Any]) -> list[str]:

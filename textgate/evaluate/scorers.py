@@ -118,3 +118,46 @@ def transformer(
     ham = list(table.label_names).index("ham") if "ham" in table.label_names else 0
     record = {k: v for k, v in history.record().items() if k != "history"}
     return 1.0 - probs[:, ham], record
+
+
+def combined(
+    table: data.Table,
+    train_idx: np.ndarray,
+    test_idx: np.ndarray,
+    halves: tuple[np.ndarray, np.ndarray],
+    opts: FoldOptions,
+    log: Any = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """P(not ham) of the served scorer: the combiner of transformer, n-grams and symbols,
+    fitted inside this fold (its own cross-fit over the fold's training groups, so no
+    held-out group reaches its weights), applied to the fold's own transformer and n-gram
+    scores ``halves`` of ``test_idx``; and the combiner's record."""
+    from textgate import train
+    from textgate.train.stacking import cross_fit
+
+    rows = table.subset(balanced(table, train_idx, opts.per_group).tolist())
+    splits = data.split(rows, (0.9, 0.1, 0.0))
+    splits = data.Splits(train=rows, validation=splits.validation, test=splits.validation)
+    part = train.Part(list(rows.texts), rows.label_ids(), rows.symbols, rows.groups)
+    options = train.TrainOptions(
+        epochs=opts.epochs,
+        max_minutes=opts.minutes,
+        seed=opts.seed,
+        per_group=opts.per_group,
+        combiner_folds=2,
+        progress=False,
+    )
+    model, info = cross_fit(
+        splits,
+        part,
+        list(table.label_names),
+        options,
+        task="spam",
+        say=log or (lambda _m: None),
+        base=opts.base,
+    )
+    eps = 1e-7
+    content, lexical = (np.clip(h, eps, 1 - eps) for h in halves)
+    fired = [table.symbols[i] if table.symbols else () for i in test_idx]
+    z = model.z(np.log(content / (1 - content)), np.log(lexical / (1 - lexical)), fired)
+    return np.asarray(1.0 / (1.0 + np.exp(-z))), {**model.describe(), **info}
