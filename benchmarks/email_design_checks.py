@@ -1,20 +1,23 @@
-"""A person's reading of a spam bundle on hand-written probes: modern legitimate mail the
-corpus lacks, and phishing written the way it is sent today.
+"""A person's reading of a spam bundle on hand-written design checks: modern legitimate mail
+the corpus lacks, and phishing written the way it is sent today.
 
-    python benchmarks/email_probes.py --bundle artifacts/spam [--mail benchmarks/probes]
-        [--json out.json]
+    python benchmarks/email_design_checks.py --bundle artifacts/spam \
+        [--mail benchmarks/design_checks] [--json out.json]
 
 Prints P(not ham) and P(phish) of the transformer alone, of the n-gram half alone and of the
 joined model the bundle serves (temperature applied), and the action the default policy
 takes. ``--mail DIR`` also reads whole messages, ``DIR/{ham,spam,phish}/*.eml``
-(``benchmarks/probes``: 24 written by hand as mail arrives today, before the generated lures
-of ``textgate.mail.lures``, none of whose brands they share), through the gateway's own
-``normalize_email``, each as written and again as HTML only with its links behind words: the
-action should not change with the format. The one-line probes were written for this script;
-the "kind" column says whether
-``textgate.mail.modern`` or ``textgate.mail.bulk`` generates mail of that kind for training
-(then the probe is not an independent test, only a check that the generated rows took), or
-not.
+(``benchmarks/design_checks``: 24 written by hand as mail arrives today, through the
+gateway's own ``normalize_email``, each as written and again as HTML only with its links
+behind words: the action should not change with the format).
+
+These are design checks, not unseen probes: the generators of ``textgate.mail`` were written
+after reading them (``textgate.mail.synthetic.lures`` generates the six phishing messages' kinds, close
+to their wording, under other brands), so a message here that passes shows that the
+generated rows took, not how mail from elsewhere is scored. The one-line checks were written
+for this script; the "kind" column says whether ``textgate.mail.synthetic.modern`` or
+``textgate.mail.synthetic.bulk`` generates mail of that kind for training ("generated kind") or not
+("kind not generated").
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from textgate import bundle, ngrams
 from textgate.export import calibration, inference, quality
 from textgate.normalize import NormalizeSettings, normalize_email
 
-# (text, truth, "generated kind" | "unseen kind")
-PROBES = [
+# (text, truth, "generated kind" | "kind not generated")
+CHECKS = [
     ("Your Amazon order #123-456 has shipped", "ham", "generated kind"),
     ("Your order #4411 has been delivered. Thanks for shopping with us.", "ham", "generated kind"),
     (
@@ -51,62 +54,62 @@ PROBES = [
         "Your electricity bill for November is ready. Amount due EUR 61.20, collected by direct "
         "debit on 12 December. No action is needed.",
         "ham",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Reminder: your dentist appointment is tomorrow at 9:30. Reply C to confirm or call us to "
         "reschedule.",
         "ham",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Thanks for registering for PyCon. Your ticket and the schedule are attached; see you in "
         "Pittsburgh!",
         "ham",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Hi all, the minutes of yesterday's meeting are in the shared folder. Let me know if I "
         "missed anything.",
         "ham",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Re: [python-dev] PEP 8 question - I think the second form is clearer, see the thread "
         "from last week.",
         "ham",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Your account has been suspended. Verify your identity now to restore access: "
         "http://secure-login-verify.example.com",
         "phish",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Your package could not be delivered. Pay the $1.99 redelivery fee here: "
         "http://dhl-redelivery.top/pay",
         "phish",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Unusual sign-in activity on your Microsoft account. Confirm your password within 24 hours "
         "or your mailbox will be closed: http://microsoft-verify.online",
         "phish",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Your mailbox is full. Click here to upgrade your storage or lose incoming messages: "
         "http://webmail-upgrade.xyz",
         "phish",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "URGENT: you have WON a cash prize of $1,000,000! Reply with your bank details to claim.",
         "spam",
-        "unseen kind",
+        "kind not generated",
     ),
-    # Subscribed bulk mail (``textgate.mail.bulk`` generates its kinds) and the bulk spam it
+    # Subscribed bulk mail (``textgate.mail.synthetic.bulk`` generates its kinds) and the bulk spam it
     # must not let through: promotions and stock tips that nobody subscribed to.
     (
         "Your weekend forecast for Galway: showers on Saturday, sunny spells on Sunday, highs of "
@@ -124,19 +127,19 @@ PROBES = [
         "Hot stock alert! GRNX is about to explode, up 300% this week. Buy before Monday's "
         "announcement!",
         "spam",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Cheap Viagra, Cialis and more, no prescription needed, discreet worldwide shipping. "
         "Order now and save 80%.",
         "spam",
-        "unseen kind",
+        "kind not generated",
     ),
     (
         "Replica watches from $49: Rolex, Omega, Breitling. Limited time offer, click here to "
         "shop. To be removed from our list reply REMOVE.",
         "spam",
-        "unseen kind",
+        "kind not generated",
     ),
 ]
 
@@ -204,10 +207,10 @@ def as_html(raw: bytes) -> bytes:
 
 
 def lines(scorer: Scorer) -> list[dict[str, Any]]:
-    rows = scorer.rows([t for t, _, _ in PROBES])
-    print("| probe | truth | kind | transformer | n-grams | served | P(phish) | action |")
+    rows = scorer.rows([t for t, _, _ in CHECKS])
+    print("| check | truth | kind | transformer | n-grams | served | P(phish) | action |")
     print("|---|---|---|---:|---:|---:|---:|---|")
-    for (text, truth, kind), row in zip(PROBES, rows, strict=True):
+    for (text, truth, kind), row in zip(CHECKS, rows, strict=True):
         row.update(text=text, truth=truth, kind=kind)
         short = text if len(text) <= 60 else text[:57] + "..."
         print(
@@ -248,7 +251,9 @@ def mail(scorer: Scorer, folder: Path) -> list[dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bundle", type=Path, required=True)
-    ap.add_argument("--mail", type=Path, help="DIR/{ham,spam,phish}/*.eml, e.g. benchmarks/probes")
+    ap.add_argument(
+        "--mail", type=Path, help="DIR/{ham,spam,phish}/*.eml, e.g. benchmarks/design_checks"
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     scorer = Scorer(args.bundle)

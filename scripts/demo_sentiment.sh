@@ -10,9 +10,15 @@ PORT="${PORT:-8080}"
 ARTIFACTS="${ARTIFACTS:-artifacts}"
 # shellcheck source=scripts/wait_ready.sh
 . scripts/wait_ready.sh
+# shellcheck source=scripts/build_default.sh
+. scripts/build_default.sh
 
-for task in spam sentiment sentiment-zh; do
-    "$BIN/textgate" build "$task" -o "$ARTIFACTS/$task"
+build_default spam "$ARTIFACTS/spam"
+# The sentiment models have no small recipe, and `sentiment` anneals its rate by the clock,
+# so its budget is part of its recipe: a cut build (exit 75, said in a red panel, not cached)
+# is served here as these demos always served it.
+for task in sentiment sentiment-zh; do
+    "$BIN/textgate" build "$task" -o "$ARTIFACTS/$task" || [ $? -eq "$BUDGET_CUT_EXIT" ]
 done
 
 "$BIN/textgate" serve --port "$PORT" \

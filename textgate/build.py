@@ -5,6 +5,11 @@ under the cleaned data's hash, the base model's files, the resolved training opt
 the training code; the bundle under the checkpoint's key, the export options and the export
 code. Same inputs → the verified bundle from the cache, in seconds; any change → only the
 stages it touches run again.
+
+Only a checkpoint whose training ran every planned step is cached as the default for its
+key: one the time budget cut (``History.stopped == "time_budget"``, a busy box) is moved to
+``<task>-<key>.budget-cut`` and its bundle marked (``training.cut_by_time_budget``), so the
+default model never depends on how busy the machine was (issue 38).
 """
 
 from __future__ import annotations
@@ -23,8 +28,18 @@ from textgate.errors import BundleError
 
 # The source files whose change alters each stage's output.
 # ngrams.py: the featurizer decides the checkpoint's ngrams.npz as train/ngram.py does
-TRAIN_CODE = ("data", "normalize", "sources.py", "train", "metrics.py", "ngrams.py", "window.py")
-EXPORT_CODE = ("bundle.py", "metrics.py", "export", "window.py")
+TRAIN_CODE = (
+    "data",
+    "mail",
+    "normalize",
+    "signals",
+    "sources.py",
+    "train",
+    "metrics.py",
+    "ngrams.py",
+    "window.py",
+)
+EXPORT_CODE = ("bundle.py", "metrics.py", "export", "signals", "window.py")
 # sentiment-zh's base model is built from the data (no Chinese weights ship in a package):
 # a third cached stage, under the train split's hash, its recipe and this code.
 BASE_CODE = (
@@ -33,6 +48,8 @@ BASE_CODE = (
     "normalize",
 )
 BUILT_BASE_TASKS = ("sentiment-zh",)
+# A checkpoint the time budget cut lives beside its key's stage under this suffix, never in it.
+CUT_SUFFIX = ".budget-cut"
 # Export settings per task; sentiment-zh checks parity on 800 real Chinese texts
 # (``texts.parity_set`` takes at most 80 % real ones).
 EXPORT_DEFAULTS: dict[str, dict[str, Any]] = {"sentiment-zh": {"parity_n": 1000}}
@@ -100,17 +117,19 @@ def _base_identity(task: str, table: data.Table) -> tuple[str, str]:
 def train_key(task: str, table: data.Table, train_options: Any) -> str:
     """Everything that decides the checkpoint: data, base weights, options, training code."""
     base_name, base_files = _base_identity(task, table)
+    resolved = train_options.resolved(task)
+    # The budget decides nothing in a run that completed unless the rate anneals by the clock;
+    # a run it cut is never cached, so a safety net of any size finds the same default.
+    ignored = {"force", "progress", "threads"} | (
+        set() if resolved.anneal_by_clock else {"max_minutes"}
+    )
     return _digest(
         {
             "task": task,
             "data_hash": table.data_hash(),
             "base": base_name,
             "base_files": base_files,
-            "train": {
-                k: v
-                for k, v in asdict(train_options.resolved(task)).items()
-                if k not in ("force", "progress", "threads")
-            },
+            "train": {k: v for k, v in asdict(resolved).items() if k not in ignored},
             "code": code_hash(TRAIN_CODE),
         }
     )
@@ -150,6 +169,7 @@ def build(
     target = stage / "bundles" / exported[:16]
     if rebuild or _cached_bundle(target, log) is None:
         ckpt = _checkpoint(stage, table, task, options, trained, rebuild, log)
+        target = ckpt.parent / "bundles" / exported[:16]  # the cut stage's, if it was cut
         _export(ckpt, target, export_options, log)
     _place(target, out)
     return bundle.verify(out)
@@ -169,15 +189,47 @@ def _checkpoint(
     ckpt = stage / "checkpoint"
     done = stage / "train.json"
     if not rebuild and done.is_file() and (ckpt / "textgate.json").is_file():
-        log(f"reusing the checkpoint cached at {ckpt}")
-        return ckpt
+        if not cut_by_budget(run_record(ckpt)):  # older code cached cut runs too
+            log(f"reusing the checkpoint cached at {ckpt}")
+            return ckpt
+        log(f"the checkpoint cached at {ckpt} was cut by its time budget; training again")
     base = _built_base(table, rebuild, log) if task in BUILT_BASE_TASKS else None
     log(f"training {task} (key {key[:16]}) into {ckpt}")
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     train.train(table, base, ckpt, task=task, options=_with_force(options), log=log)
+    run = run_record(ckpt)
+    if cut_by_budget(run):
+        return _set_aside(stage, run, log) / "checkpoint"
     done.write_text(json.dumps({"key": key, "task": task}, indent=2))
     return ckpt
+
+
+def run_record(ckpt: Path) -> dict[str, Any]:
+    """How the checkpoint's training ended (textgate.json: ``stopped``, steps run, planned)."""
+    try:
+        meta = json.loads((ckpt / "textgate.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    keep = ("stopped", "steps_run", "steps_planned", "train_seconds")
+    return {k: meta[k] for k in keep if k in meta} if isinstance(meta, dict) else {}
+
+
+def cut_by_budget(run: dict[str, Any]) -> bool:
+    return run.get("stopped") == "time_budget"
+
+
+def _set_aside(stage: Path, run: dict[str, Any], log: Callable[[str], None]) -> Path:
+    """Move a cut run out of the default's place: the next build trains again, and the cut
+    checkpoint stays inspectable under a name nobody takes for the default."""
+    cut = stage.with_name(f"{stage.name}{CUT_SUFFIX}")
+    shutil.rmtree(cut, ignore_errors=True)
+    stage.rename(cut)
+    log(
+        f"the time budget stopped training after {run.get('steps_run')} of "
+        f"{run.get('steps_planned')} planned steps: not cached as the default; kept at {cut}"
+    )
+    return cut
 
 
 def _built_base(table: data.Table, rebuild: bool, log: Callable[[str], None]) -> Path:
@@ -223,6 +275,9 @@ def _cached_bundle(path: Path, log: Callable[[str], None]) -> dict[str, Any] | N
         manifest = bundle.verify(path)
     except BundleError as exc:
         log(f"cached bundle is damaged, rebuilding: {exc.message}")
+        return None
+    if (manifest.get("training") or {}).get("cut_by_time_budget"):
+        log(f"the bundle cached at {path} was trained short by a time budget; rebuilding")
         return None
     log(f"reusing the verified bundle cached at {path}")
     return manifest

@@ -6,6 +6,8 @@ test); export and verify are real.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,112 @@ def test_base_hash_sees_changed_weights(tmp_path: Path) -> None:
     before = build.base_hash(base)
     (base / "model.safetensors").write_bytes(b"weights-2")
     assert build.base_hash(base) != before
+
+
+# --- a run the time budget cut is never the cached default (issue 38) --------------------
+
+
+def _fake_run(stopped: str, steps_run: int = 256) -> dict[str, Any]:
+    return {
+        "task": "spam",
+        "stopped": stopped,
+        "steps_run": steps_run,
+        "steps_planned": 256,
+        "options": {"recipe": "full", "max_minutes": 60},
+    }
+
+
+@pytest.fixture
+def fake_stages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """Training writes only textgate.json with the next queued ending; export writes a
+    one-file bundle whose ``training`` block is export's own (``training_record``)."""
+    from textgate import export, train
+
+    endings: list[str] = []
+
+    def fake_train(table: Any, base: Any, out: Path, **_: Any) -> dict[str, Any]:
+        out.mkdir(parents=True)
+        stopped = endings.pop(0)
+        run = _fake_run(stopped, 129 if stopped == "time_budget" else 256)
+        (out / "textgate.json").write_text(json.dumps(run))
+        return {}
+
+    def fake_export(ckpt: Path, target: Path, _options: Any, _log: Any) -> None:
+        target.mkdir(parents=True)
+        (target / "model.onnx").write_bytes(b"onnx")
+        manifest: dict[str, Any] = {
+            "labels": ["ham", "spam"],
+            "max_length": 8,
+            "metrics": {"test": {}},
+            "parity": {},
+            "variants": {"fp32": {"file": "model.onnx", "status": "accepted"}},
+        }
+        training = export.training_record(json.loads((ckpt / "textgate.json").read_text()))
+        if training is not None:
+            manifest["training"] = training
+        build.bundle.write_manifest(target, manifest)
+
+    monkeypatch.setattr(train, "train", fake_train)
+    monkeypatch.setattr(build, "_export", fake_export)
+    monkeypatch.setenv("TEXTGATE_CACHE_DIR", str(tmp_path / "cache"))
+    return endings
+
+
+def test_a_run_the_budget_cut_is_not_cached_as_the_default(
+    fake_stages: list[str], tmp_path: Path
+) -> None:
+    fake_stages += ["time_budget", "completed"]
+    cut = build.build("spam", tmp_path / "a", table=_table())
+    assert cut["training"]["cut_by_time_budget"] is True
+    assert (cut["training"]["steps_run"], cut["training"]["steps_planned"]) == (129, 256)
+    key = build.train_key("spam", _table(), _default_options())
+    stage = build.builds_dir() / f"spam-{key[:16]}"
+    assert not stage.exists()  # nothing under the default's name ...
+    kept = stage.with_name(stage.name + build.CUT_SUFFIX)
+    assert (kept / "checkpoint" / "textgate.json").is_file()  # ... the cut run set aside
+
+    # the next build trains again, and a completed run is the cached default from then on
+    done = build.build("spam", tmp_path / "b", table=_table())
+    assert fake_stages == [] and done["training"]["cut_by_time_budget"] is False
+    assert (stage / "train.json").is_file()
+    again = build.build("spam", tmp_path / "c", table=_table())  # no ending queued: cached
+    assert again["files"] == done["files"]
+
+
+def test_a_cut_checkpoint_that_older_code_cached_is_trained_again(
+    fake_stages: list[str], tmp_path: Path
+) -> None:
+    fake_stages.append("completed")
+    build.build("spam", tmp_path / "a", table=_table())
+    key = build.train_key("spam", _table(), _default_options())
+    stage = build.builds_dir() / f"spam-{key[:16]}"
+    # what the 10-minute budget left in a cache before this release: cached, and cut
+    (stage / "checkpoint" / "textgate.json").write_text(json.dumps(_fake_run("time_budget", 129)))
+    shutil.rmtree(stage / "bundles")
+    fake_stages.append("completed")
+    rebuilt = build.build("spam", tmp_path / "b", table=_table())
+    assert fake_stages == [] and rebuilt["training"]["stopped"] == "completed"
+
+
+def test_the_safety_net_is_no_input_of_a_model_whose_rate_ignores_the_clock() -> None:
+    from textgate import train
+
+    table = _table()
+    # spam decays by the steps only: any budget finds the same cached default
+    assert build.train_key("spam", table, train.TrainOptions(max_minutes=90)) == build.train_key(
+        "spam", table, train.TrainOptions()
+    )
+    # sentiment anneals by the clock: its budget shapes even a completed run
+    assert build.train_key(
+        "sentiment", table, train.TrainOptions(max_minutes=90)
+    ) != build.train_key("sentiment", table, train.TrainOptions())
+    # the small recipe is another model under another key
+    assert build.train_key("spam", table, train.TrainOptions(recipe="small")) != build.train_key(
+        "spam", table, train.TrainOptions()
+    )
+
+
+def _default_options() -> Any:
+    from textgate import train
+
+    return train.TrainOptions()

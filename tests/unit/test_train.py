@@ -478,3 +478,17 @@ def test_the_chinese_ngram_half_scores_not_negative_and_records_its_features(
     assert model.features == recipe.features
     z = model.scores(["非常满意, 好评", "非常失望, 太差"])
     assert z[0] > 0 > z[1]  # log-odds of "not negative": positive reviews score above 0
+
+
+def test_the_small_recipe_is_a_fixed_smaller_one_and_only_where_defined() -> None:
+    full, small = train.TrainOptions(), train.TrainOptions(recipe="small")
+    assert small.resolved("spam").per_group == train.SMALL_RECIPES["spam"]["per_group"] == 250
+    assert full.resolved("spam").per_group == 500
+    # only the rows change: the rest of the recipe, the budget's role included, is the full one
+    assert small.resolved("spam").epochs == full.resolved("spam").epochs
+    assert not small.resolved("spam").anneal_by_clock
+    assert train.TrainOptions(recipe="small", per_group=300).resolved("spam").per_group == 300
+    with pytest.raises(errors.TrainError, match="no small recipe"):
+        small.resolved("sentiment")
+    with pytest.raises(errors.TrainError, match="recipe must be one of"):
+        train.TrainOptions(recipe="tiny")

@@ -23,6 +23,10 @@ from textgate.commands.common import (
     split_list,
 )
 
+# `textgate build`'s exit code when the time budget cut training (EX_TEMPFAIL: a busy box; the
+# same build on a quieter one, or --recipe small, succeeds). scripts/build_default.sh reads it.
+BUDGET_CUT_EXIT = 75
+
 
 def register(sub: Subparsers) -> None:
     _add_export(sub)
@@ -161,16 +165,29 @@ def _add_build(sub: Subparsers) -> None:
         description="Build a task's verified bundle from its packaged corpus (or --data): "
         "fine-tune the packaged MiniLM, export and gate the ONNX variants, verify every "
         "hash, and copy the bundle to -o. The result is cached under the hash of the data, "
-        "base model, options and build code; an unchanged build takes seconds.",
+        "base model, options and build code; an unchanged build takes seconds. Training is a "
+        "fixed number of steps; --max-minutes is a safety net, and a build it cuts is not "
+        f"cached, is marked in its manifest and exits {BUDGET_CUT_EXIT}.",
         examples=(
             "textgate build spam -o artifacts/spam",
+            "textgate build spam -o artifacts/spam --recipe small",
             "textgate build sentiment -o artifacts/sentiment --max-minutes 15",
         ),
     )
     p.add_argument("task", help="spam, sentiment, sentiment-zh, or your task with --data")
     p.add_argument("-o", "--output", type=Path, required=True, help="bundle directory")
     data_source_options(p)
-    p.add_argument("--max-minutes", type=float, help="training time budget")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        help="training time budget, a safety net (default: per task; spam 60)",
+    )
+    p.add_argument(
+        "--recipe",
+        default="full",
+        help="full (the default model) or small (spam: 250 rows a source group, half the "
+        "steps; what `make demo` falls back to when the budget cut the full one)",
+    )
     per_group_option(p)
     p.add_argument("--seed", type=int, default=42, help="seed for everything random")
     p.add_argument("--rebuild", action="store_true", help="ignore the cache")
@@ -183,7 +200,10 @@ def _run_build(args: argparse.Namespace) -> int:
     from textgate import build, train
 
     options = train.TrainOptions(
-        max_minutes=args.max_minutes, per_group=args.per_group, seed=args.seed
+        max_minutes=args.max_minutes,
+        per_group=args.per_group,
+        seed=args.seed,
+        recipe=args.recipe.strip(),
     )
     args.task = args.task.strip()
     table = load_table(args)
@@ -198,7 +218,7 @@ def _run_build(args: argparse.Namespace) -> int:
     )
     if args.json:
         print_json(manifest)
-        return 0
+        return _said_if_cut(args, manifest)
     _print_bundle(args.output, manifest)
     test = manifest["metrics"]["test"]
     parity = manifest["parity"]
@@ -209,7 +229,54 @@ def _run_build(args: argparse.Namespace) -> int:
         highlight=False,
     )
     _print_operating(args.output, manifest)
-    return 0
+    return _said_if_cut(args, manifest)
+
+
+def _said_if_cut(args: argparse.Namespace, manifest: dict[str, Any]) -> int:
+    """0, or BUDGET_CUT_EXIT after a panel no one scrolls past: a cut run is not the model
+    the recipe describes, only what this box managed in the time."""
+    run = manifest.get("training") or {}
+    if not run.get("cut_by_time_budget"):
+        return 0
+    from rich.panel import Panel
+
+    from textgate import train
+
+    recipe = run.get("recipe", "full")
+    fixes = "build again on a quieter machine or with a larger --max-minutes"
+    if recipe == "full" and args.task in train.SMALL_RECIPES:
+        small = f"textgate build {args.task} --recipe small -o {args.output}"
+        fixes += f", or build the smaller fixed recipe: {small}"
+    text = (
+        f"[bold]The {_minutes(run.get('max_minutes'))} time budget stopped training after "
+        f"{run.get('steps_run')} of {run.get('steps_planned')} planned steps[/] "
+        f"(recipe {escape(str(recipe))}).\n"
+        f"The bundle at {escape(str(args.output))} is a partly trained model, NOT the "
+        "default: it was not cached, and its manifest says training.cut_by_time_budget: true."
+        f"\n[bold]fix:[/] the steps are fixed, only the time ran out: {escape(fixes)}"
+    )
+    console.print(
+        Panel(
+            text,
+            title="[bold]TRAINING CUT BY THE TIME BUDGET[/]",
+            border_style="bold red",
+            style="red",
+        )
+    )
+    return BUDGET_CUT_EXIT
+
+
+def _minutes(value: Any) -> str:
+    return f"{value:g}-minute" if isinstance(value, int | float) else "training"
+
+
+def _fitted(calib: dict[str, Any]) -> str:
+    """The fit beside the served T: a floored fit serves exactly 1.000 with ECE unchanged,
+    which otherwise reads as a fit that did not run."""
+    fitted, served = calib.get("fitted_temperature"), calib.get("temperature", 1.0)
+    if fitted is None or abs(float(fitted) - float(served)) < 5e-4:
+        return ""
+    return f", fitted {float(fitted):.3f} and floored: it never sharpens"
 
 
 def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
@@ -221,8 +288,8 @@ def _print_operating(bundle_dir: Path, manifest: dict[str, Any]) -> None:
     labels = list(manifest.get("labels") or [])
     mail = "ham" in labels
     head = (
-        f"calibrated (T={calib.get('temperature', 1.0):.3f}, ECE {calib.get('ece_before', 0):.4f}"
-        f" -> {calib.get('ece_after', 0):.4f})"
+        f"calibrated (T={calib.get('temperature', 1.0):.3f}{_fitted(calib)}; ECE "
+        f"{calib.get('ece_before', 0):.4f} -> {calib.get('ece_after', 0):.4f})"
     )
     if mail:  # the review/quarantine thresholds are the spam policy's
         head += (

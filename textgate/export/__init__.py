@@ -24,7 +24,7 @@ from textgate.errors import ConfigError, ExportError, ParityError, require
 from textgate.export import convert, coverage, inference, parity, quality, texts, variants
 from textgate.export.checkpoint import Checkpoint, load_checkpoint
 
-__all__ = ["eval_set", "export_bundle", "load_checkpoint"]
+__all__ = ["eval_set", "export_bundle", "load_checkpoint", "training_record"]
 
 _VERSIONED = ("textgate", "torch", "transformers", "onnx", "onnxruntime", "tokenizers", "numpy")
 MIN_PARITY_N = 500
@@ -65,21 +65,47 @@ def export_bundle(
     tok.update(ids_match=report["tokenizer"]["ids_match"], n=report["tokenizer"]["n"])
     table, test_metrics, test_probs = _variants(ckpt, out, step, gate, variants)
     lexical = _ngrams(ckpt, out)
-    if lexical is not None and ckpt.has_test_split:
-        with step("n-gram half joined on the test split"):
-            test_probs = quality.joined(test_probs, lexical, ckpt.test_texts)
-            test_metrics = _joined_metrics(ckpt, test_probs, test_metrics)
+    combiner = _combiner(ckpt, out)
+    if (lexical is not None or combiner is not None) and ckpt.has_test_split:
+        what = "combiner" if combiner is not None else "n-gram half"
+        with step(f"{what} joined on the test split"):
+            test_probs = quality.joined(
+                test_probs, lexical, ckpt.test_texts, combiner, ckpt.test_symbols
+            )
+            test_metrics = _joined_metrics(ckpt, test_probs, test_metrics, combiner is not None)
     with step("calibration (temperature on the validation split)"):
-        calib = quality.calibrate(ckpt, out, test_probs, lexical)
+        calib = quality.calibrate(ckpt, out, test_probs, lexical, combiner)
     _copy_checkpoint_reports(ckpt, out)
     manifest = _manifest(ckpt, report, tok, table, test_metrics, opset)
     manifest["calibration"] = calib
     if calib.get("temperature") and ckpt.has_test_split:
         manifest["metrics"]["operating"] = quality.operating(ckpt, out, test_probs, calib)
-    for key in ("normalization", "data_sources", "ngrams"):
+    for key in ("normalization", "data_sources", "ngrams", "combiner"):
         if key in ckpt.textgate:
             manifest[key] = ckpt.textgate[key]
+    training = training_record(ckpt.textgate)
+    if training is not None:
+        manifest["training"] = training
     return bundle.write_manifest(out, manifest)
+
+
+def training_record(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """How the checkpoint's training ended, from its textgate.json (None: not recorded).
+
+    Whoever serves the bundle must be able to tell the model its recipe describes from a
+    time budget's truncation of it: ``cut_by_time_budget`` (issue 38).
+    """
+    if "stopped" not in meta:
+        return None
+    options = meta.get("options") or {}
+    return {
+        "recipe": options.get("recipe", "full"),
+        "stopped": meta["stopped"],
+        "cut_by_time_budget": meta["stopped"] == "time_budget",
+        "steps_run": meta.get("steps_run"),
+        "steps_planned": meta.get("steps_planned"),
+        "max_minutes": options.get("max_minutes"),
+    }
 
 
 def _validate(
@@ -286,15 +312,36 @@ def _ngrams(ckpt: Checkpoint, out: Path) -> Any:
         raise ExportError(f"{source}: not a readable n-gram model: {exc}") from None
 
 
-def _joined_metrics(ckpt: Checkpoint, probs: Any, neural: dict[str, Any]) -> dict[str, Any]:
+def _joined_metrics(
+    ckpt: Checkpoint, probs: Any, neural: dict[str, Any], combined: bool = False
+) -> dict[str, Any]:
     scores = variants.f1_score(ckpt.labels, ckpt.test_labels, probs)
     transformer = {k: v for k, v in neural.items() if k != "model"}
     return {
         **scores,
         "n": len(ckpt.test_labels),
-        "model": "fp32 ONNX + n-grams",
+        "model": "fp32 ONNX + n-grams + symbols (combiner)" if combined else "fp32 ONNX + n-grams",
         "transformer_only": transformer,
     }
+
+
+def _combiner(ckpt: Checkpoint, out: Path) -> Any:
+    """Copy the checkpoint's combiner into the bundle and load it from there (None: none)."""
+    source = ckpt.combiner_file
+    if source is None:
+        return None
+    from textgate.signals.combiner import Combiner
+
+    if not source.is_file():
+        raise ExportError(
+            f"{source}: missing — textgate.json names a combiner",
+            hint="re-train the checkpoint (textgate train)",
+        )
+    shutil.copyfile(source, out / source.name)
+    try:
+        return Combiner.load(out / source.name)
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{source}: not a readable combiner: {exc}") from None
 
 
 def _test_metrics(fp32: dict[str, Any]) -> dict[str, Any]:

@@ -71,10 +71,13 @@ from textgate.train.ngram import Recipe
 from textgate.train.options import (
     CLASS_WEIGHTS,
     GENERIC,
+    RECIPES,
+    SMALL_RECIPES,
     TASK_DEFAULTS,
     TaskDefaults,
     TrainOptions,
     tail_of,
+    task_defaults,
 )
 
 NGRAMS_FILE = "ngrams.npz"
@@ -86,6 +89,8 @@ __all__ = [
     "NGRAMS_FILE",
     "PACKAGED_BASE",
     "PACKAGED_BASE_MEMBER",
+    "RECIPES",
+    "SMALL_RECIPES",
     "TASK_DEFAULTS",
     "TOKENIZER_FILES",
     "Deadline",
@@ -104,6 +109,7 @@ __all__ = [
     "packaged_base",
     "resolve_base",
     "tail_of",
+    "task_defaults",
     "train",
 ]
 
@@ -153,8 +159,16 @@ def train(
             "versions": library_versions(),
         }
         if opts.ngrams:
-            recipe = TASK_DEFAULTS.get(task, GENERIC).ngram_recipe
+            recipe = task_defaults(task, opts.recipe).ngram_recipe
             info["ngrams"] = _fit_ngrams(splits.train, parts, labels, opts, recipe, tmp, say)
+        if opts.combiner_folds and opts.ngrams and parts.train.symbols:
+            from textgate.train.stacking import fit_combiner
+
+            info["combiner"] = fit_combiner(
+                splits, parts.train, labels, opts, task=task, out=tmp, say=say, base=base
+            )
+            if info["combiner"]["cut_by_time_budget"]:  # the build's cache check reads this
+                info["stopped"] = "time_budget"
         write_json(tmp / "textgate.json", info)
         replace_dir(tmp, out)
     finally:

@@ -140,3 +140,21 @@ def test_force_replaces_a_previous_bundle_or_failed_export_only(tmp_path: Path) 
         _prepare(out, overwrite=True)
         assert [p.name for p in out.iterdir()] == ["reports"]
         assert not any((out / "reports").iterdir())
+
+
+def test_the_manifest_says_when_a_time_budget_cut_training() -> None:
+    from textgate.export import training_record
+
+    run = {"stopped": "time_budget", "steps_run": 129, "steps_planned": 256}
+    cut = training_record({**run, "options": {"recipe": "full", "max_minutes": 10}})
+    assert cut == {
+        "recipe": "full",
+        "stopped": "time_budget",
+        "cut_by_time_budget": True,
+        "steps_run": 129,
+        "steps_planned": 256,
+        "max_minutes": 10,
+    }
+    done = training_record({**run, "stopped": "early_stopping", "options": {"recipe": "small"}})
+    assert done is not None and done["recipe"] == "small" and not done["cut_by_time_budget"]
+    assert training_record({}) is None  # a plain Hugging Face checkpoint records no run
