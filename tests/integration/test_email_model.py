@@ -69,6 +69,17 @@ def test_short_fine_tune_on_the_email_corpus_beats_the_majority(tmp_path: Path) 
     assert report["not_ham"]["f1"] >= 0.8 and report["not_ham"]["roc_auc"] >= 0.9
     info = json.loads((out / "textgate.json").read_text())
     assert info["normalization"]["settings"]["head_chars"] == 384
+    # the combiner: cross-fitted by source group on real mail, its symbols' signs kept
+    combiner = info["combiner"]
+    assert combiner["crossfit"]["by"] == "groups" and (out / "combiner.json").is_file()
+    assert combiner["features"]["content"] >= 0 and combiner["features"]["lexical"] >= 0
+    from textgate import signals
+
+    for name, weight in combiner["features"].items():
+        if name in signals.SYMBOLS:
+            assert weight * signals.SYMBOLS[name].direction >= 0, name
+    folds = combiner["crossfit"]["fold_of_group"]
+    assert len(set(folds.values())) == 2 and all(r["stopped"] for r in combiner["fold_training"])
     assert "CC BY-NC" in " ".join(info["data_sources"]["licence_notes"])
     assert (out / "threshold.png").is_file()
 

@@ -192,3 +192,39 @@ def test_crossfit_predict_checks_its_inputs() -> None:
     groups: Sequence[str] = ["a", "a", "b"]
     with pytest.raises(ValueError, match="predictions"):
         fitting.crossfit_predict(groups, {"a": 0, "b": 1}, short)
+
+
+def test_fit_by_groups_shrinks_a_symbol_only_one_source_makes_decisive() -> None:
+    """LOCAL fires on every spam of group 'a' and nowhere else: a source's quirk, where
+    LIST_ID behaves alike in every group. Held-out groups prefer a stronger L2 than the
+    weakest, which shrinks LOCAL's weight."""
+    content, lexical, fired, y = _synthetic(n=4000, seed=1)
+    groups = [("a", "b", "c", "d")[i % 4] for i in range(len(y))]
+    fired = [
+        [*row, "LOCAL"] if g == "a" and y[i] == 1 else list(row)
+        for i, (row, g) in enumerate(zip(fired, groups, strict=True))
+    ]
+    symbols = (*SYMBOLS, "LOCAL")
+    directions = {**DIRECTIONS, "LOCAL": 1}
+    model, losses = fitting.fit_by_groups(
+        content, lexical, fired, y, groups, symbols=symbols, directions=directions, negative=0
+    )
+    assert set(losses) == {repr(v) for v in fitting.L2_GRID}
+    chosen = min(fitting.L2_GRID, key=lambda v: losses[repr(v)])
+    again = fitting.fit(
+        content, lexical, fired, y, symbols=symbols, directions=directions, negative=0, l2=chosen
+    )
+    np.testing.assert_allclose(model.weights, again.weights)  # refit on every row at the winner
+    weakest = fitting.fit(
+        content,
+        lexical,
+        fired,
+        y,
+        symbols=symbols,
+        directions=directions,
+        negative=0,
+        l2=min(fitting.L2_GRID),
+    )
+    local = symbols.index("LOCAL") + 2
+    assert chosen > min(fitting.L2_GRID)
+    assert model.weights[local] < weakest.weights[local]

@@ -160,4 +160,5 @@ def combined(
     content, lexical = (np.clip(h, eps, 1 - eps) for h in halves)
     fired = [table.symbols[i] if table.symbols else () for i in test_idx]
     z = model.z(np.log(content / (1 - content)), np.log(lexical / (1 - lexical)), fired)
+    info.pop("_oof", None)
     return np.asarray(1.0 / (1.0 + np.exp(-z))), {**model.describe(), **info}
