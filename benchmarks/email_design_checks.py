@@ -12,8 +12,8 @@ gateway's own ``normalize_email``, each as written and again as HTML only with i
 behind words: the action should not change with the format).
 
 These are design checks, not unseen probes: the generators of ``textgate.mail`` were written
-after reading them (``textgate.mail.synthetic.lures`` generates the six phishing messages' kinds, close
-to their wording, under other brands), so a message here that passes shows that the
+after reading them (``textgate.mail.synthetic.lures`` generates the six phishing messages'
+kinds, close to their wording, under other brands), so a message here that passes shows that the
 generated rows took, not how mail from elsewhere is scored. The one-line checks were written
 for this script; the "kind" column says whether ``textgate.mail.synthetic.modern`` or
 ``textgate.mail.synthetic.bulk`` generates mail of that kind for training ("generated kind") or not
@@ -35,6 +35,7 @@ import numpy as np
 from textgate import bundle, ngrams
 from textgate.export import calibration, inference, quality
 from textgate.normalize import NormalizeSettings, normalize_email
+from textgate.signals.combiner import Combiner
 
 # (text, truth, "generated kind" | "kind not generated")
 CHECKS = [
@@ -109,8 +110,8 @@ CHECKS = [
         "spam",
         "kind not generated",
     ),
-    # Subscribed bulk mail (``textgate.mail.synthetic.bulk`` generates its kinds) and the bulk spam it
-    # must not let through: promotions and stock tips that nobody subscribed to.
+    # Subscribed bulk mail (``textgate.mail.synthetic.bulk`` generates its kinds) and the bulk
+    # spam it must not let through: promotions and stock tips that nobody subscribed to.
     (
         "Your weekend forecast for Galway: showers on Saturday, sunny spells on Sunday, highs of "
         "14°C. Manage your alerts in the app.",
@@ -166,14 +167,22 @@ class Scorer:
         self.session = inference.session(path / "model.onnx")
         ngrams_file = (self.manifest.get("ngrams") or {}).get("file")
         self.lexical = ngrams.NgramModel.load(path / ngrams_file) if ngrams_file else None
+        combiner_file = (self.manifest.get("combiner") or {}).get("file")
+        self.combiner = Combiner.load(path / combiner_file) if combiner_file else None
 
-    def rows(self, texts: list[str]) -> list[dict[str, Any]]:
+    def rows(
+        self, texts: list[str], symbols: tuple[tuple[str, ...], ...] = ()
+    ) -> list[dict[str, Any]]:
+        """``symbols``: each text's structure symbols (raw mail); none for one-line checks."""
         raw = inference.predict(self.session, list(inference.encode(self.tok, texts)))
         alone = calibration.apply(raw, self.temperature)
         lexical = self.lexical
         served = (
-            calibration.apply(quality.joined(raw, lexical, tuple(texts)), self.temperature)
-            if lexical
+            calibration.apply(
+                quality.joined(raw, lexical, tuple(texts), self.combiner, symbols),
+                self.temperature,
+            )
+            if lexical or self.combiner
             else alone
         )
         z = lexical.scores(texts) if lexical else np.full(len(texts), np.nan)
@@ -224,10 +233,10 @@ def mail(scorer: Scorer, folder: Path) -> list[dict[str, Any]]:
     settings = NormalizeSettings.from_dict(scorer.manifest["normalization"]["settings"])
     files = sorted(folder.glob("*/*.eml"))
     raws = [f.read_bytes() for f in files]
-    texts = [normalize_email(r, settings).text for r in raws]
-    htmls = [normalize_email(as_html(r), settings).text for r in raws]
-    rows = scorer.rows(texts)
-    html_rows = scorer.rows(htmls)
+    normal = [normalize_email(r, settings) for r in raws]
+    as_htmls = [normalize_email(as_html(r), settings) for r in raws]
+    rows = scorer.rows([n.text for n in normal], tuple(n.notes.symbols for n in normal))
+    html_rows = scorer.rows([n.text for n in as_htmls], tuple(n.notes.symbols for n in as_htmls))
     print("\n| message | truth | transformer | served | P(phish) | action | as HTML | action |")
     print("|---|---|---:|---:|---:|---|---:|---|")
     for f, row, html in zip(files, rows, html_rows, strict=True):

@@ -136,8 +136,9 @@ def combined(
     from textgate.train.stacking import cross_fit
 
     rows = table.subset(balanced(table, train_idx, opts.per_group).tolist())
-    splits = data.split(rows, (0.9, 0.1, 0.0))
-    splits = data.Splits(train=rows, validation=splits.validation, test=splits.validation)
+    # validation as the fold's transformer gets it: a tenth of all its training rows
+    held = data.split(table.subset(train_idx.tolist()), (0.9, 0.1, 0.0)).validation
+    splits = data.Splits(train=rows, validation=held, test=held)
     part = train.Part(list(rows.texts), rows.label_ids(), rows.symbols, rows.groups)
     options = train.TrainOptions(
         epochs=opts.epochs,
