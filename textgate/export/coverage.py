@@ -9,6 +9,7 @@ refuses the bundle above ``MAX_UNK_RATIO``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ MAX_UNK_RATIO = 0.05
 def unk_ratio(tokenizer: Any, texts: Sequence[str]) -> tuple[float, int]:
     """([UNK] tokens ÷ real tokens, real tokens) for ``texts``; ``tokenizer``: a
     ``tokenizers.Tokenizer``, used without truncation or padding."""
-    unk_id = tokenizer.token_to_id(str(_unk_token(tokenizer)))
+    unk_id = _unk_id(tokenizer)
     tok = _plain(tokenizer)
     unk = real = 0
     for enc in tok.encode_batch(list(texts)):
@@ -47,9 +48,15 @@ def check(tokenizer: Any, texts: Sequence[str], *, where: str, task: str | None)
     return record
 
 
-def _unk_token(tokenizer: Any) -> str:
-    model = tokenizer.model
-    return str(getattr(model, "unk_token", None) or "[UNK]")
+def _unk_id(tokenizer: Any) -> int | None:
+    # WordPiece and BPE name their unknown token; a Unigram model (SentencePiece) numbers it
+    token = getattr(tokenizer.model, "unk_token", None)
+    if token:
+        return tokenizer.token_to_id(str(token))
+    model = json.loads(tokenizer.to_str()).get("model", {})
+    if isinstance(model.get("unk_id"), int):
+        return int(model["unk_id"])
+    return tokenizer.token_to_id("[UNK]")
 
 
 def _plain(tokenizer: Any) -> Any:

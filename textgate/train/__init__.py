@@ -41,6 +41,7 @@ from textgate.train.base import (
     load_tokenizer,
     offline,
     packaged_base,
+    provenance,
     resolve_base,
     usable_length,
 )
@@ -148,6 +149,7 @@ def train(
             "labels": labels,
             "max_length": opts.max_length,
             "base": base_name,
+            "base_provenance": provenance(base_dir, base_name),
             "seed": opts.seed,
             "data_hash": data_hash,
             "data_source": source,

