@@ -431,7 +431,7 @@ def test_each_task_fits_its_lexical_half_with_its_own_recipe() -> None:
     assert spam.ngrams and spam.ngram_recipe == ngram.Recipe(ngrams.DEFAULT, 10.0)
     assert ngrams.Features((3, 5), "wb", True) == ngrams.DEFAULT  # the e-mail model's, as /1
     zh_features = ngrams.Features((1, 3), "char", False)
-    assert zh.ngrams and zh.ngram_recipe == ngram.Recipe(zh_features, weight=0.8)
+    assert zh.ngrams and zh.ngram_recipe == ngram.Recipe(zh_features, weight=0.4)
     assert train.TrainOptions().resolved("sentiment-zh").ngrams
     assert not train.TrainOptions(ngrams=False).resolved("sentiment-zh").ngrams
     assert not train.TASK_DEFAULTS["sentiment"].ngrams and not train.GENERIC.ngrams
