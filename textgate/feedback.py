@@ -327,7 +327,9 @@ def fold(
     Deduplicated (the newest correction of a text wins), capped per tenant (its newest
     ``cap_per_tenant`` distinct texts), weighted (each used correction appears ``weight``
     times; the split is by content hash, so the copies never straddle train and test), and
-    authoritative (base rows with a corrected text are dropped).
+    authoritative (base rows with a corrected text are dropped). Base rows keep their source
+    group and symbols, so ``data.split`` still keeps synthetic rows in training and the
+    per-group cap still holds; a tenant's corrections are the group ``feedback/<tenant>``.
     """
     from textgate.data import Table, text_hash
 
@@ -354,16 +356,26 @@ def fold(
     report.used = len(used)
     keep = [i for i, t in enumerate(table.texts) if text_hash(t) not in used]
     report.replaced = len(table.texts) - len(keep)
-    texts = [table.texts[i] for i in keep]
-    labels = [table.labels[i] for i in keep]
-    for c in used.values():
-        texts += [c.text] * weight
-        labels += [c.label] * weight
+    # subset keeps each row's group and symbols: without groups the per-group cap turns off
+    # and the training-only (synthetic-*) rows would be split into validation and test.
+    base = table.subset(keep)
+    added = [c for c in used.values() for _ in range(weight)]
     folded = Table(
-        texts=tuple(texts),
-        labels=tuple(labels),
+        texts=base.texts + tuple(c.text for c in added),
+        labels=base.labels + tuple(c.label for c in added),
         label_names=table.label_names,
         source=f"{table.source}+feedback",
         report=table.report,
+        groups=base.groups + tuple(feedback_group(c) for c in added) if table.groups else (),
+        # a correction holds the text only, so it fires no structure symbols
+        symbols=base.symbols + ((),) * len(added) if table.symbols else (),
     )
     return folded, report
+
+
+def feedback_group(c: Correction) -> str:
+    """A tenant's corrections are one source group of their own (capped per tenant by
+    ``fold``, and left whole by the trainer's per-group cap: their weight is deliberate)."""
+    from textgate.data.table import FEEDBACK_PREFIX
+
+    return f"{FEEDBACK_PREFIX}{c.tenant or 'default'}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,76 @@ def test_fold_dedups_weights_caps_and_relabels(tmp_path: Path) -> None:
     pairs = list(zip(folded.texts, folded.labels, strict=True))
     assert pairs.count(("free cruise", "spam")) == 2 and ("free cruise", "ham") not in pairs
     assert ("hello", "ham") in pairs and sum(t.startswith("flood") for t in folded.texts) == 4
+
+
+def _grouped(n_synthetic: int = 40) -> Table:
+    """A mail-like table: two real groups and a training-only (synthetic-*) one."""
+    rows = [(f"real ham {i}", "ham", "enron/ham") for i in range(6)]
+    rows += [(f"real spam {i}", "spam", "trec/spam") for i in range(6)]
+    rows += [(f"made ham {i}", "ham", "synthetic-modern/ham") for i in range(n_synthetic)]
+    texts, labels, groups = zip(*rows, strict=True)
+    return Table(texts=texts, labels=labels, label_names=("ham", "spam"), source="x",
+                 groups=groups, symbols=tuple((f"S{i}",) for i in range(len(texts))))  # fmt: skip
+
+
+def _fold_grouped(tmp_path: Path, weight: int = 2) -> tuple[Table, Table]:
+    store = _store(tmp_path, cap=100)
+    store.add(task="spam", label="spam", text="real ham 0", source="http", tenant="acme")
+    store.add(task="spam", label="spam", text="new pitch", source="http", tenant="acme")
+    store.add(task="spam", label="ham", text="new note", source="spamd")
+    base = _grouped()
+    folded, _ = feedback.fold(base, store.find(limit=-1), weight=weight)
+    return base, folded
+
+
+def test_fold_keeps_each_base_rows_group_and_symbols(tmp_path: Path) -> None:
+    base, folded = _fold_grouped(tmp_path)
+    assert len(folded.groups) == len(folded.symbols) == len(folded.texts)
+    before = {t: (g, s) for t, g, s in zip(base.texts, base.groups, base.symbols, strict=True)}
+    after = zip(folded.texts, folded.groups, folded.symbols, strict=True)
+    kept = {t: (g, s) for t, g, s in after if not g.startswith("feedback/")}
+    assert kept == {t: v for t, v in before.items() if t != "real ham 0"}
+
+
+def test_fold_gives_feedback_rows_a_group_per_tenant(tmp_path: Path) -> None:
+    _, folded = _fold_grouped(tmp_path, weight=2)
+    rows = list(zip(folded.texts, folded.groups, folded.symbols, strict=True))
+    assert rows.count(("new pitch", "feedback/acme", ())) == 2
+    assert rows.count(("real ham 0", "feedback/acme", ())) == 2
+    assert rows.count(("new note", "feedback/default", ())) == 2
+    plain = Table(texts=("a", "b"), labels=("ham", "spam"), label_names=("ham", "spam"),
+                  source="x")  # fmt: skip
+    c = feedback.Correction(1, 0.0, "spam", "t", "spam", "c", "", None, None, "http",
+                            None, None, None, None, None)  # fmt: skip
+    ungrouped, _ = feedback.fold(plain, [c])
+    assert ungrouped.groups == () and ungrouped.symbols == ()  # no groups made up
+
+
+def test_per_group_cap_still_applies_after_fold(tmp_path: Path) -> None:
+    from textgate.train.dataset import balance_groups
+
+    _, folded = _fold_grouped(tmp_path, weight=2)
+    capped = balance_groups(folded, 3)
+    counts = {g: sum(n.values()) for g, n in capped.group_counts().items()}
+    # source groups are capped at 3; feedback groups stay whole (two corrections x weight 2:
+    # fold already capped them per tenant, and a cap by hash would keep one correction's
+    # both copies and drop the other's)
+    assert counts == {
+        "enron/ham": 3,
+        "feedback/acme": 4,
+        "feedback/default": 2,
+        "synthetic-modern/ham": 3,
+        "trec/spam": 3,
+    }
+
+
+def test_synthetic_rows_stay_training_only_after_fold(tmp_path: Path) -> None:
+    from textgate import data
+
+    base, folded = _fold_grouped(tmp_path)
+    synthetic = {t for t, g in zip(base.texts, base.groups, strict=True) if g.startswith("synth")}
+    by_hash = data.split(dataclasses.replace(base, groups=()))  # the hash alone, no rule
+    assert synthetic - set(by_hash.train.texts)  # so the test below tests the rule
+    splits = data.split(folded)
+    assert synthetic <= set(splits.train.texts)
+    assert not synthetic & (set(splits.validation.texts) | set(splits.test.texts))

@@ -220,6 +220,9 @@ def skip_summary(report: LoadReport) -> str:
 
 # Source groups of generated data (``textgate.mail.synthetic``): training rows only.
 TRAIN_ONLY_PREFIX = "synthetic-"
+# Source groups of folded feedback (``textgate.feedback.fold``): capped and weighted there,
+# so the trainer's per-group cap leaves them whole.
+FEEDBACK_PREFIX = "feedback/"
 
 
 def split(table: Table, fractions: tuple[float, float, float] = SPLIT_FRACTIONS) -> Splits:

@@ -77,14 +77,20 @@ def parts_of(splits: Any, opts: TrainOptions) -> Parts:
 
 
 def balance_groups(table: Any, per_group: int) -> Any:
-    """At most ``per_group`` rows of each source group, chosen by content hash (stable)."""
+    """At most ``per_group`` rows of each source group, chosen by content hash (stable);
+    folded feedback groups stay whole (``feedback.fold`` capped and weighted them: capping
+    again by hash would drop some corrections' every copy and keep others')."""
     from textgate import data as data_mod
+    from textgate.data.table import FEEDBACK_PREFIX
 
     by_group: dict[str, list[int]] = {}
     for i, group in enumerate(table.groups):
         by_group.setdefault(group, []).append(i)
     keep: list[int] = []
-    for rows in by_group.values():
+    for group, rows in by_group.items():
+        if group.startswith(FEEDBACK_PREFIX):
+            keep += rows
+            continue
         keep += sorted(rows, key=lambda i: data_mod.text_hash(table.texts[i]))[:per_group]
     return table.subset(sorted(keep))
 
