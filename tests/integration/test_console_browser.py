@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -162,6 +163,14 @@ def wait(what: str, cond: Callable[[], Any], timeout_s: float = 30.0) -> Any:
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def api_login(c: httpx.Client, key: str) -> None:
+    """A login as the form does it: its one-time token from the page, then the POST."""
+    form = re.search(r'name="csrf" value="([^"]+)"', c.get("/ui/").text)
+    assert form is not None
+    r = c.post("/ui/login", data={"key": key, "csrf": form.group(1)})
+    assert r.status_code in (200, 303), r.text
 
 
 def login(driver: Any, gw: RunningGateway, key: str) -> None:
@@ -361,7 +370,7 @@ def test_a_tenant_key_cannot_open_another_tenants_message(
     )
     assert status == 403
     with httpx.Client(base_url=gateway.url) as c:  # and the API with the same key's session
-        c.post("/ui/login", content="key=acme-key-123")
+        api_login(c, "acme-key-123")
         assert c.get(f"/ui/api/messages/{theirs['request_id']}").status_code == 403
         assert c.get(f"/ui/api/messages/{ours['request_id']}").status_code == 200
 
@@ -399,6 +408,6 @@ def test_mail_scanned_over_spamd_is_kept_too(gateway: RunningGateway) -> None:
         if line.lower().startswith(b"x-textgate-request-id:")
     )
     with httpx.Client(base_url=gateway.url) as c:
-        c.post("/ui/login", content=f"key={ADMIN}")
+        api_login(c, ADMIN)
         m = c.get(f"/ui/api/messages/{rid}").json()
     assert m["tenant"] == "globex" and m["action"] == "quarantine" and m["subject"]

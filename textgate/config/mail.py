@@ -68,6 +68,8 @@ class ReviewConfig:
     max_bytes: int = 1_073_741_824  # raw + text bytes held at most; beyond: the oldest go
     explain: int = 5  # trigger words computed when a message without them is first opened
     session_ttl_s: float = 8 * 3600.0  # a console login lasts this long
+    login_attempts: int = 10  # failed console logins per client address per window; then 429
+    login_window_s: float = 300.0
 
     def __post_init__(self) -> None:
         require(bool(self.actions), "actions", "must name at least one action")
@@ -76,3 +78,5 @@ class ReviewConfig:
         require(self.max_bytes >= 1024, "max_bytes", "must be >= 1024")
         require(0 <= self.explain <= 20, "explain", "must be within 0..20")
         require(self.session_ttl_s > 0, "session_ttl_s", "must be > 0")
+        require(self.login_attempts >= 1, "login_attempts", "must be >= 1")
+        require(self.login_window_s > 0, "login_window_s", "must be > 0")

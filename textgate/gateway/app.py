@@ -39,7 +39,19 @@ from textgate.gateway import (
 from textgate.gateway.lifecycle import Gateway, gateway_of, install_sighup
 from textgate.gateway.schema import ERRORS, REQUEST_BODY, ClassifyResponse
 from textgate.gateway.service import Context, Runtime
-from textgate.gateway.session import Sessions
+from textgate.gateway.session import LoginThrottle, SessionFile, Sessions
+
+
+def _sessions(gw: Gateway) -> Sessions:
+    """Console sessions, in a file beside the review store when there is one."""
+
+    def credentials() -> tuple[str | None, dict[str, str]]:
+        tenants = gw.config.policy.tenants  # read per call: a reload may rotate keys
+        return gw.config.gateway.admin_token, {t.name: t.api_key for t in tenants if t.api_key}
+
+    review = gw.config.review.path
+    file = SessionFile(SessionFile.beside(review)) if review is not None else None
+    return Sessions(gw.config.review.session_ttl_s, file=file, credentials=credentials)
 
 
 def create_app(
@@ -55,7 +67,10 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gw = holder.setdefault("gw", Gateway(config, endpoints=endpoints, config_path=config_path))
         app.state.gateway = gw
-        app.state.sessions = Sessions(gw.config.review.session_ttl_s)
+        app.state.sessions = _sessions(gw)
+        app.state.login_throttle = LoginThrottle(
+            gw.config.review.login_attempts, gw.config.review.login_window_s
+        )
         app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
@@ -67,6 +82,7 @@ def create_app(
         finally:
             await desk.stop()
             await gw.stop()
+            app.state.sessions.close()
 
     app = FastAPI(
         title="textgate",

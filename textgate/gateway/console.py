@@ -2,7 +2,8 @@
 
     GET  /ui/                          the queue (login page without a session)
     GET  /ui/message/{request_id}      one message (403 page: another tenant's)
-    POST /ui/login, /ui/logout         form field ``key``: admin token or tenant API key
+    POST /ui/login, /ui/logout         form fields ``key`` (admin token or tenant API key) and
+                                       ``csrf`` (the form's token, matched to its cookie)
     GET  /ui/api/session | queue | messages/{id} | messages/{id}/source | stats
     POST /ui/api/messages/{id}/decision  {"decision": "spam"|"ham"|"release"} + X-CSRF-Token
 
@@ -11,15 +12,18 @@ page's script puts them in the DOM as text nodes only; links are shown as their 
 Every console answer carries a strict Content-Security-Policy (no inline script, no
 remote anything), so even a rendering bug could not run a script or fetch a remote image.
 
-Just past 400 lines on purpose: every route, the checks it makes (session, CSRF, tenant
-visibility, body size) and the decision they guard stand together, so a reader can see
-that no path reaches a message or a decision without them.
+Past 400 lines on purpose: every route, the checks it makes (login throttle and form token,
+session, CSRF, tenant visibility, body size) and the decision they guard stand together, so a
+reader can see that no path reaches a message or a decision without them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.parser
 import email.policy
+import html
+import secrets
 import urllib.parse
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -34,7 +38,14 @@ from textgate.gateway import logs, panel
 from textgate.gateway.http_errors import Conflict, Forbidden, NotFound, Unauthorized
 from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
 from textgate.gateway.service import Context
-from textgate.gateway.session import COOKIE, Session, Sessions
+from textgate.gateway.session import (
+    COOKIE,
+    LOGIN_COOKIE,
+    LoginThrottle,
+    Session,
+    Sessions,
+    login_form_ok,
+)
 
 if TYPE_CHECKING:
     from textgate.gateway.lifecycle import Gateway
@@ -53,7 +64,10 @@ SECURITY_HEADERS = {
 }
 ASSETS = {"console.js": "text/javascript", "console.css": "text/css"}
 MAX_SOURCE_BYTES = 65_536
-_LOGIN_REFUSED = b'<p id="refused" role="alert">Unknown admin token or API key.</p>'
+_LOGIN_REFUSED = "Unknown admin token or API key."
+_LOGIN_STALE = "The login form expired or came from another page; please log in again."
+_LOGIN_THROTTLED = "Too many failed logins from your address; try again in {s} seconds."
+LOGIN_FORM_TTL_S = 3600
 MAX_BODY = 16_384  # a console POST: the login form or a decision
 
 
@@ -82,6 +96,28 @@ def _page(name: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(_asset(name), status_code=status)
 
 
+def _login_page(request: Request, status: int = 200, error: str = "") -> HTMLResponse:
+    """The login form with a fresh one-time token, set as a cookie too (double submit)."""
+    token = secrets.token_urlsafe(32)
+    page = _asset("login.html").replace(
+        b"<!--csrf-->", f'<input type="hidden" name="csrf" value="{token}">'.encode()
+    )
+    if error:
+        alert = f'<p id="refused" role="alert">{html.escape(error)}</p>'
+        page = page.replace(b"<!--error-->", alert.encode())
+    response = HTMLResponse(page, status_code=status)
+    response.set_cookie(
+        LOGIN_COOKIE,
+        token,
+        max_age=LOGIN_FORM_TTL_S,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
 # --- pages -----------------------------------------------------------------------------------
 
 
@@ -92,14 +128,16 @@ async def ui_root() -> Response:
 
 @router.get("/ui/")
 async def ui_queue(request: Request) -> Response:
-    return _page("console.html" if _sessions(request).of(request) else "login.html")
+    if _sessions(request).of(request) is None:
+        return _login_page(request)
+    return _page("console.html")
 
 
 @router.get("/ui/message/{request_id:path}")
 async def ui_message(request: Request, request_id: str) -> Response:
     session = _sessions(request).of(request)
     if session is None:
-        return _page("login.html", 401)
+        return _login_page(request, 401)
     held = await _store(request).get_async(request_id)
     if held is not None and not session.may_see(held.tenant):
         return _page("forbidden.html", 403)
@@ -115,16 +153,30 @@ async def ui_static(name: str) -> Response:
 
 @router.post("/ui/login")
 async def ui_login(request: Request) -> Response:
-    body = (await request.body()).decode("utf-8", "replace")  # bounded: check_before_body
-    key = (urllib.parse.parse_qs(body).get("key") or [""])[0].strip()
+    """Throttle by address, then the form's token, then the key (docs/console.md)."""
+    form = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))  # bounded
+    key = (form.get("key") or [""])[0].strip()
+    throttle: LoginThrottle = request.app.state.login_throttle
+    address = request.client.host if request.client else ""
+    wait = throttle.wait_s(address)
+    if wait:
+        logs.event("console login throttled", client=address)
+        page = _login_page(request, 429, _LOGIN_THROTTLED.format(s=wait))
+        page.headers["Retry-After"] = str(wait)
+        return page
+    if not login_form_ok(request, (form.get("csrf") or [""])[0]):
+        logs.event("console login refused", reason="form token")
+        return _login_page(request, 403, _LOGIN_STALE)
     gw = _gw(request)
     tenant = gw.runtime.policy._match_key(key) if key else None
     try:
-        session = _sessions(request).login(key, gw.config.gateway.admin_token, tenant)
+        session = await asyncio.to_thread(
+            _sessions(request).login, key, gw.config.gateway.admin_token, tenant
+        )
     except Unauthorized:
-        logs.event("console login refused")
-        page = _asset("login.html").replace(b"<!--error-->", _LOGIN_REFUSED)
-        return HTMLResponse(page, status_code=401)
+        throttle.failed(address)
+        logs.event("console login refused", reason="key", client=address)
+        return _login_page(request, 401, _LOGIN_REFUSED)
     logs.event("console login", reviewer=session.reviewer)
     response = RedirectResponse("/ui/", status_code=303)
     response.set_cookie(
@@ -136,6 +188,7 @@ async def ui_login(request: Request) -> Response:
         samesite="strict",
         secure=request.url.scheme == "https",
     )
+    response.delete_cookie(LOGIN_COOKIE, path="/ui")
     return response
 
 
@@ -143,7 +196,7 @@ async def ui_login(request: Request) -> Response:
 async def ui_logout(request: Request) -> Response:
     sessions = _sessions(request)
     sessions.require_csrf(request)
-    sessions.logout(request.cookies.get(COOKIE))
+    await asyncio.to_thread(sessions.logout, request.cookies.get(COOKIE))
     response = RedirectResponse("/ui/", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")
     return response

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from textgate.config import Config
 from textgate.gateway.app import create_app
-from textgate.gateway.session import COOKIE
+from textgate.gateway.session import COOKIE, LOGIN_COOKIE
 
 ADMIN = "admin-token-0123456789"
 TENANTS = [{"name": "acme", "api_key": "acme-key-123"}, {"name": "globex", "api_key": "gx-key-456"}]
@@ -32,9 +32,8 @@ def result(rid: str, action: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def app_client(tmp_path: Path) -> Iterator[TestClient]:
-    config = Config.from_dict(
+def console_config(tmp_path: Path) -> Config:
+    return Config.from_dict(
         {
             "client": {"endpoints": ["127.0.0.1:9"]},
             "gateway": {"parse_workers": 0, "admin_token": ADMIN},
@@ -44,7 +43,11 @@ def app_client(tmp_path: Path) -> Iterator[TestClient]:
             "review": {"path": str(tmp_path / "review.sqlite3"), "explain": 0},
         }
     )
-    with TestClient(create_app(config), raise_server_exceptions=False) as c:
+
+
+@pytest.fixture
+def app_client(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(console_config(tmp_path)), raise_server_exceptions=False) as c:
         store = c.app.state.gateway.review  # type: ignore[attr-defined]
         for rid, tenant, action in (("a1", "acme", "review"), ("g1", "globex", "quarantine")):
             store.keep(
@@ -59,9 +62,20 @@ def app_client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
+def form_token(c: TestClient) -> str:
+    """The login page's one-time token (its cookie is now in the client's jar)."""
+    page = c.get("/ui/").text
+    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+def post_login(c: TestClient, key: str, token: str | None = None) -> Any:
+    form = {"key": key} if token is None else {"key": key, "csrf": token}
+    return c.post("/ui/login", data=form, follow_redirects=False)
+
+
 def login(c: TestClient, key: str) -> str:
     c.cookies.clear()
-    r = c.post("/ui/login", content=f"key={key}", follow_redirects=False)
+    r = post_login(c, key, form_token(c))
     assert r.status_code == 303, r.text
     cookie = r.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
@@ -78,7 +92,7 @@ def test_without_a_session_the_console_is_a_login_page(app_client: TestClient) -
     r = app_client.get("/ui/")
     assert r.status_code == 200 and 'action="/ui/login"' in r.text
     assert app_client.get("/ui/api/queue").status_code == 401
-    bad = app_client.post("/ui/login", content="key=wrong-key-here", follow_redirects=False)
+    bad = post_login(app_client, "wrong-key-here", form_token(app_client))
     assert bad.status_code == 401 and COOKIE not in bad.headers.get("set-cookie", "")
     assert "Unknown admin token or API key" in bad.text
 
@@ -238,3 +252,41 @@ def test_a_batch_item_id_with_a_slash_opens_and_a_text_has_a_preview(
     assert app_client.get("/ui/api/messages/batch%2F1").json()["text"] == "win a free cruise now"
     assert app_client.get("/ui/api/messages/batch/1/source").json()["headers"] == []
     assert decide(app_client, "batch%2F1", "spam", csrf).json()["request_id"] == "batch/1"
+
+
+def test_a_login_without_the_form_token_is_refused(app_client: TestClient) -> None:
+    """Login CSRF: another site's page posting a key logs no one in."""
+    app_client.cookies.clear()
+    r = post_login(app_client, ADMIN)  # no token, no login cookie: a cross-site form
+    assert r.status_code == 403 and COOKIE not in r.headers.get("set-cookie", "")
+    assert "expired or came from another page" in r.text
+    token = form_token(app_client)
+    app_client.cookies.clear()
+    app_client.cookies.set(LOGIN_COOKIE, "someone-elses-token")
+    r = post_login(app_client, ADMIN, token)  # the field and the cookie disagree
+    assert r.status_code == 403 and COOKIE not in r.headers.get("set-cookie", "")
+    app_client.cookies.clear()
+    r = post_login(app_client, ADMIN, form_token(app_client))
+    assert r.status_code == 303 and COOKIE in r.headers["set-cookie"]
+
+
+def test_failed_logins_are_throttled_per_address(app_client: TestClient) -> None:
+    attempts = app_client.app.state.gateway.config.review.login_attempts  # type: ignore[attr-defined]
+    for _ in range(attempts):
+        assert post_login(app_client, "wrong-key-here", form_token(app_client)).status_code == 401
+    r = post_login(app_client, ADMIN, form_token(app_client))  # even the right key waits
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert COOKIE not in r.headers.get("set-cookie", "")
+    assert "Too many failed logins" in r.text
+
+
+def test_a_session_survives_a_restart(tmp_path: Path) -> None:
+    config = console_config(tmp_path)
+    with TestClient(create_app(config), raise_server_exceptions=False) as c:
+        csrf = login(c, "acme-key-123")
+        cookie = c.cookies.get(COOKIE)
+    assert cookie and cookie.encode() not in (tmp_path / "review.sqlite3.sessions").read_bytes()
+    with TestClient(create_app(config), raise_server_exceptions=False) as c:
+        c.cookies.set(COOKIE, cookie, path="/ui")
+        r = c.get("/ui/api/session")
+        assert r.status_code == 200 and r.json()["tenant"] == "acme" and r.json()["csrf"] == csrf
