@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -374,6 +375,31 @@ def test_reload_under_load_drops_nothing(gateway: RunningGateway) -> None:
         with gateway.client() as admin:
             admin.post("/admin/reload", headers=auth)
     assert codes and set(codes) == {200}, {c: codes.count(c) for c in set(codes)}
+
+
+def test_reload_moves_the_review_store(gateway: RunningGateway) -> None:
+    """review.path is read on reload, not only at start: the next kept verdict is in the
+    new file (the store was fixed at start before)."""
+    path: Path = gateway.config_path  # type: ignore[attr-defined]
+    original = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    moved = path.parent / "review-moved.sqlite3"
+    everything = ["allow", "review", "quarantine"]
+    data["review"] = {"path": str(moved), "actions": everything, "explain": 0}
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    try:
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        with gateway.client() as c:
+            r = c.post("/admin/reload", headers=auth)
+            assert r.status_code == 200 and r.json()["review"] == str(moved), r.text
+            rid = c.post("/v1/classify/spam", json={"text": "see you soon"}).json()["request_id"]
+        with sqlite3.connect(moved) as db:
+            kept = [row[0] for row in db.execute("SELECT request_id FROM messages")]
+        assert kept == [rid]
+    finally:
+        path.write_text(original, encoding="utf-8")
+        with gateway.client() as admin:
+            admin.post("/admin/reload", headers=auth)
 
 
 # --- schemathesis ----------------------------------------------------------------------------

@@ -66,10 +66,12 @@ class Gateway:
         self.metrics = Metrics()
         self.events = EventSink(config.events)
         self.service = Service(self.metrics, self.events)
-        # Kept from the start like the outbox: a reload does not move the review store.
+        # A reload may move or bound the review store (``_swap_review``); its metrics are
+        # registered once and carried from store to store.
+        self._review_metrics: review.ReviewMetrics | None = None
         self.review: review.ReviewStore | None = None
         if config.review.path is not None:
-            self.review = review.ReviewStore.from_config(config.review, self.metrics.registry)
+            self.review = self._open_review(config)
         self.parse_pool: ParsePool | None = None
         self.releases: ReleaseHook | None = None
         self.runtime = self._runtime(config, self._client(config), Router({}))
@@ -78,6 +80,26 @@ class Gateway:
         self._reload_lock = asyncio.Lock()
         self._misses: dict[str, int] = {}  # consecutive failed readiness probes per model
         self._was_ready: set[str] = set()
+
+    def _open_review(self, config: Config) -> review.ReviewStore:
+        if self._review_metrics is None:
+            self._review_metrics = review.ReviewMetrics(self.metrics.registry)
+        return review.ReviewStore.from_config(config.review, metrics=self._review_metrics)
+
+    def _swap_review(self, new: Config) -> review.ReviewStore | None:
+        """``review`` of a reloaded config applied; returns the store to close later.
+
+        The same path keeps its store with the new bounds; another path opens (or, null,
+        turns off) the store, and the old one is closed once the requests holding it are
+        done. A file that cannot be opened rejects the reload before anything changed."""
+        old, cfg = self.review, new.review
+        if old is not None and cfg.path is not None and Path(cfg.path) == old.path:
+            old.bound(cfg.max_age_days, cfg.max_messages, cfg.max_bytes)
+            return None
+        if old is None and cfg.path is None:
+            return None
+        self.review = self._open_review(new) if cfg.path is not None else None
+        return old
 
     def _endpoints(self, config: Config) -> list[str]:
         return self.endpoints_override or list(config.client.endpoints)
@@ -210,14 +232,25 @@ class Gateway:
             if not same_client:
                 await client.close()
             raise
+        try:
+            old_review = self._swap_review(new)
+        except TextgateError:
+            if not same_client:
+                await client.close()
+            raise
         # Requests already running keep the runtime they started with.
         self.runtime = self._runtime(new, client, router)
         self.config = new
+        later = asyncio.get_running_loop().call_later
         if not same_client:
-            asyncio.get_running_loop().call_later(
-                new.client.timeout_s + 1, lambda: asyncio.ensure_future(old.client.close())
-            )
-        return {"tasks": sorted(router.routes), "new_client": not same_client}
+            later(new.client.timeout_s + 1, lambda: asyncio.ensure_future(old.client.close()))
+        if old_review is not None:
+            later(new.client.timeout_s + 1, old_review.close)
+        return {
+            "tasks": sorted(router.routes),
+            "new_client": not same_client,
+            "review": str(self.review.path) if self.review is not None else None,
+        }
 
     async def ready(self) -> tuple[bool, str]:
         """Ready when every model is. Hysteresis: a model that was ready counts as down

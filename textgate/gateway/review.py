@@ -165,14 +165,19 @@ class ReviewStore(SQLiteStore):
         self.metrics.held.set(self.count())
 
     @classmethod
-    def from_config(cls, cfg: Any, registry: CollectorRegistry) -> ReviewStore:
+    def from_config(cls, cfg: Any, *, metrics: ReviewMetrics) -> ReviewStore:
         return cls(
             cfg.path,
             max_age_days=cfg.max_age_days,
             max_messages=cfg.max_messages,
             max_bytes=cfg.max_bytes,
-            metrics=ReviewMetrics(registry),
+            metrics=metrics,
         )
+
+    def bound(self, max_age_days: float, max_messages: int, max_bytes: int) -> None:
+        """New retention bounds (a reload); applied from the next message kept."""
+        self.max_age_s = max_age_days * DAY_S
+        self.max_messages, self.max_bytes = max_messages, max_bytes
 
     # --- writes ---------------------------------------------------------------------------
 

@@ -112,3 +112,37 @@ def test_an_unusable_path_is_a_review_store_error(tmp_path: Path) -> None:
     (tmp_path / "dir.sqlite3").mkdir()
     with pytest.raises(ReviewStoreError, match="review store"):
         ReviewStore(tmp_path / "dir.sqlite3")
+
+
+def test_a_reload_bounds_moves_or_turns_off_the_store(tmp_path: Path) -> None:
+    from textgate.config import Config
+    from textgate.gateway.lifecycle import Gateway
+
+    def config(review: dict[str, Any]) -> Config:
+        return Config.from_dict(
+            {
+                "client": {"endpoints": ["127.0.0.1:9"]},
+                "gateway": {"parse_workers": 0},
+                "events": {"outbox_path": str(tmp_path / "events.sqlite3")},
+                "review": review,
+            }
+        )
+
+    a, b = tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"
+    gw = Gateway(config({"path": str(a)}))
+    first = gw.review
+    assert first is not None
+    assert gw._swap_review(config({"path": str(a), "max_messages": 5})) is None
+    assert gw.review is first and first.max_messages == 5  # same file: new bounds
+    assert gw._swap_review(config({"path": str(b)})) is first  # closed later by the caller
+    assert gw.review is not None and gw.review.path == b
+    assert gw.review.metrics is first.metrics  # one set of metrics in the registry
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    moved = gw.review
+    with pytest.raises(ReviewStoreError):
+        gw._swap_review(config({"path": str(blocker / "review.sqlite3")}))
+    assert gw.review is moved  # a store that cannot open leaves the old one
+    assert gw._swap_review(config({})) is moved and gw.review is None
+    first.close()
+    moved.close()
