@@ -21,7 +21,7 @@ table. The gateway adds only HTTP-level classes (unknown task, auth, conflict) u
     │   ├── ModelLoadError         a model failed to load (names the model, quotes the log)
     │   ├── TritonUnavailable      no Triton endpoint answers (gateway: 503)
     │   └── TritonTimeout          Triton did not answer within the deadline (gateway: 504)
-    ├── DependencyError            an optional extra (train, serve) is not installed
+    ├── DependencyError            an extra (train, serve) missing, or the web stack not fitting
     ├── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
     ├── InputError                 a request's input cannot be classified (``reason``: a code)
     │   ├── PayloadTooLarge        over a size limit: body, headers, text (gateway: 413)
@@ -156,7 +156,7 @@ class ModelLoadError(TritonError):
 
 
 class DependencyError(TextgateError):
-    """An optional dependency is missing."""
+    """An optional dependency is missing, or an installed one does not fit (gateway/upstream)."""
 
 
 class TritonUnavailable(TritonError):

@@ -25,6 +25,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from textgate.config import GatewayConfig
+from textgate.gateway import upstream
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -148,6 +149,7 @@ def protocol_for(gw: GatewayConfig) -> type[asyncio.Protocol]:
 
 def uvicorn_config(app: Any, gw: GatewayConfig, *, host: str, port: int) -> uvicorn.Config:
     """The one place the gateway's uvicorn settings are made (serve and the tests)."""
+    upstream.check()  # GuardedProtocol stands on uvicorn's private protocol class
     return uvicorn.Config(
         app,
         host=host,
