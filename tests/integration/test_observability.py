@@ -164,7 +164,7 @@ def test_kubernetes_probes_ask_endpoints_the_real_services_serve(
     checked = 0
     for path in sorted(KUBERNETES.glob("*.yaml")):
         for doc in manifests(path):
-            if doc.get("kind") != "Deployment":
+            if doc.get("kind") not in ("Deployment", "StatefulSet"):
                 continue
             name = doc["metadata"]["name"]  # type: ignore[index]
             for c in doc["spec"]["template"]["spec"]["containers"]:  # type: ignore[index]
