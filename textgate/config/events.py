@@ -23,6 +23,10 @@ class KafkaConfig:
     delivery_timeout_s: float = 120.0  # an event not acked by then is retried in a later round
     retry_backoff_min_s: float = 0.1  # backoff while the broker is down: exponential, jittered
     retry_backoff_max_s: float = 10.0
+    # Before re-sending an event whose first send was not confirmed (a crash, a timeout), read
+    # the topic back and skip it when it is there: exactly once across a crash. Needs read
+    # access to the topic; false: at least once (consumers dedupe by key).
+    verify_resends: bool = True
 
     def __post_init__(self) -> None:
         require(

@@ -21,9 +21,13 @@ Guarantees, as tested against a real broker:
   releases its rows, drops the producer and backs off (exponential, full jitter, bounded);
   the next round produces them again with a new producer id.
 
-Where a duplicate can still appear (consumers dedupe by the key, the request id): the
-process dies after the broker acked a row and before the outbox recorded it; or a delivery
-timed out locally although the broker had written it. Both re-send the same request id.
+* a row claimed again (the process died after the broker acked it and before the outbox
+  recorded it; a delivery timed out locally although the broker wrote it) is first looked
+  for in the topic (``readback``) and acked without a re-send when it is there.
+
+Where a duplicate can still appear (consumers dedupe by the key, the request id): the read-
+back could not finish (no read access to the topic, ``kafka.verify_resends: false``, a broker
+that does not answer) and the re-send lands next to the first copy.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from textgate.config import KafkaConfig
 from textgate.errors import OutboxError, require
+from textgate.gateway import readback
 from textgate.gateway.outbox import Outbox, OutboxRow
 
 log = logging.getLogger("textgate.events")
@@ -64,6 +69,8 @@ class PublisherStats:
     producers: int = 0  # producers created (a new one after each failed round)
     broker_up: bool = False
     last_error: str | None = None
+    readback_skipped: int = 0  # re-sends avoided: the topic already held the event
+    readback_failures: int = 0  # read-backs that could not finish (the rows were sent)
 
 
 def producer_config(kafka: KafkaConfig) -> dict[str, Any]:
@@ -103,6 +110,7 @@ class Publisher:
         kafka: KafkaConfig,
         *,
         producer_factory: Callable[[dict[str, Any]], Producer] | None = None,
+        consumer_factory: Callable[[dict[str, Any]], Any] | None = None,
         idle_s: float = 0.05,
         rand: Callable[[], float] = random.random,
     ) -> None:
@@ -112,6 +120,7 @@ class Publisher:
         self.kafka = kafka
         self.stats = PublisherStats()
         self._factory = producer_factory or _confluent_producer
+        self._consumer_factory = consumer_factory  # None: confluent_kafka's (readback)
         self._idle_s = idle_s
         self._rand = rand
         self._producer: Producer | None = None
@@ -163,6 +172,7 @@ class Publisher:
             return 0
         self.stats.rounds += 1
         try:
+            rows = await self._skip_already_sent(rows)
             delivered, errors = await self._send(rows)
         except Exception:
             await self.outbox.release(r.id for r in rows)  # claimed rows stay sendable
@@ -179,6 +189,33 @@ class Publisher:
         return len(failed)
 
     # --- internals -----------------------------------------------------------------------
+
+    async def _skip_already_sent(self, rows: list[OutboxRow]) -> list[OutboxRow]:
+        """Ack the re-claimed rows the topic already holds (``readback``); the rest to send."""
+        again = [r for r in rows if r.attempts > 1]
+        if not again or not self.kafka.verify_resends:
+            return rows
+        try:
+            found = await asyncio.to_thread(
+                readback.keys_in_topic,
+                producer_config(self.kafka),
+                self.kafka.topic,
+                min(r.created_at for r in again),
+                {r.key for r in again},
+                timeout_s=self.kafka.delivery_timeout_s,
+                consumer_factory=self._consumer_factory,
+            )
+        except readback.ReadbackError as exc:
+            self.stats.readback_failures += 1
+            log.warning("read-back before re-sending %d events failed: %s", len(again), exc)
+            return rows
+        there = [r.id for r in again if r.key in found]
+        if there:
+            await self.outbox.ack(there)
+            self.stats.readback_skipped += len(there)
+            self.stats.published += len(there)
+            log.info("%d events were already in the topic: acked, not sent again", len(there))
+        return [r for r in rows if r.key not in found]
 
     async def _send(self, rows: Sequence[OutboxRow]) -> tuple[list[int], list[str]]:
         producer = self._ensure_producer()
@@ -305,6 +342,16 @@ class EventCollector(Collector):
         )
         yield _gauge(
             "textgate_events_broker_up", "1 when the last publish round succeeded", pub.broker_up
+        )
+        yield _counter(
+            "textgate_events_readback_skipped",
+            "Re-sends avoided: the topic already held the event (after a crash or a timeout)",
+            pub.readback_skipped,
+        )
+        yield _counter(
+            "textgate_events_readback_failures",
+            "Read-backs that could not finish; their events were sent again (at least once)",
+            pub.readback_failures,
         )
 
 

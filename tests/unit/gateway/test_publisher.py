@@ -81,3 +81,89 @@ def test_dropping_a_slow_producer_keeps_the_loop_responsive(tmp_path: Path) -> N
     assert set(threads) == {"purge", "flush", "destroy"}
     assert all(name != "MainThread" for name in threads.values()), threads
     assert max(gaps) < SLOW_S / 2, f"the event loop stalled for {max(gaps):.3f} s"
+
+
+class OkProducer:
+    """Delivers everything it is given; remembers the keys."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.pending: list[Any] = []
+
+    def produce(self, topic: str, *, value: bytes, key: bytes, on_delivery: Any) -> None:
+        self.keys.append(key.decode())
+        self.pending.append(on_delivery)
+
+    def poll(self, timeout: float) -> int:
+        done, self.pending = self.pending, []
+        for cb in done:
+            cb(None, None)
+        return len(done)
+
+    def purge(self) -> None: ...
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def _event(i: int) -> Event:
+    return Event.of(
+        text=f"m{i}", event_id=f"e-{i}", request_id=f"e-{i}", task="spam", model="spam",
+        model_version="1", variant="fp32", label="ham", score=0.1, action="allow",
+        timings_ms={"total": 1.0},
+    )  # fmt: skip
+
+
+def _reclaimed(tmp_path: Path, kafka: KafkaConfig, monkeypatch: Any, found: Any) -> Any:
+    """Four rows, two of them claimed before (attempts 2 on this claim), one round."""
+    from textgate.gateway import readback
+
+    asked: list[set[str]] = []
+
+    def keys_in_topic(_cfg: Any, _topic: str, _since: float, wanted: Any, **_: Any) -> Any:
+        asked.append(set(wanted))
+        return found(set(wanted))
+
+    monkeypatch.setattr(readback, "keys_in_topic", keys_in_topic)
+    producer = OkProducer()
+
+    async def scenario() -> Publisher:
+        with Outbox(tmp_path / "o.sqlite3") as outbox:
+            for i in range(4):
+                await outbox.put(_event(i))
+            await outbox.release([r.id for r in await outbox.claim(2)])  # e-0, e-1 tried
+            pub = Publisher(outbox, kafka, producer_factory=lambda _c: producer)
+            assert await pub.publish_once() == 0
+            assert outbox.depth() == 0
+            return pub
+
+    pub = asyncio.run(scenario())
+    return pub, producer.keys, asked
+
+
+def test_reclaimed_rows_found_in_the_topic_are_acked_not_sent(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    kafka = KafkaConfig(bootstrap_servers=("127.0.0.1:9",))
+    pub, sent, asked = _reclaimed(tmp_path, kafka, monkeypatch, lambda w: {"e-0"})
+    assert asked == [{"e-0", "e-1"}]  # only the re-claimed rows are looked for
+    assert sent == ["e-1", "e-2", "e-3"]
+    assert (pub.stats.readback_skipped, pub.stats.published) == (1, 4)
+
+
+def test_a_failed_readback_sends_anyway_and_counts_it(tmp_path: Path, monkeypatch: Any) -> None:
+    from textgate.gateway import readback
+
+    def fail(_w: Any) -> Any:
+        raise readback.ReadbackError("no read access")
+
+    kafka = KafkaConfig(bootstrap_servers=("127.0.0.1:9",))
+    pub, sent, _ = _reclaimed(tmp_path, kafka, monkeypatch, fail)
+    assert sorted(sent) == ["e-0", "e-1", "e-2", "e-3"]
+    assert pub.stats.readback_failures == 1 and pub.stats.readback_skipped == 0
+
+
+def test_verify_resends_off_never_reads_back(tmp_path: Path, monkeypatch: Any) -> None:
+    kafka = KafkaConfig(bootstrap_servers=("127.0.0.1:9",), verify_resends=False)
+    _, sent, asked = _reclaimed(tmp_path, kafka, monkeypatch, lambda w: w)
+    assert asked == [] and sorted(sent) == ["e-0", "e-1", "e-2", "e-3"]
