@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from gateway_fixtures import RunningGateway, run_gateway
-from mailtools import run_miltertest
+from mailtools import run_miltertest, script
 from servers import debian_tool
 
 from textgate import feedback
@@ -54,7 +54,26 @@ def gateway(
             "read_timeout_s": 2.0,
             "max_connections": 4,
             "milter_review": "reject",
+            "allow_tell": True,  # spamc -L below; from 127.0.0.1 (tell_networks' default)
         },
+    }
+    with run_gateway(config, [triton_server.grpc_url]) as gw:
+        gw.mail = config["mail"]  # type: ignore[attr-defined]
+        gw.tmp = tmp  # type: ignore[attr-defined]
+        yield gw
+
+
+@pytest.fixture(scope="module")
+def default_gateway(
+    triton_server: TritonServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningGateway]:
+    """The mail section's defaults but the port: TELL is off."""
+    tmp = tmp_path_factory.mktemp("mail-default")
+    config = {
+        "policy": {"tenants": TENANTS},
+        "events": {"outbox_path": str(tmp / "events.sqlite3")},
+        "feedback": {"path": str(tmp / "feedback.sqlite3")},
+        "mail": {"spamd_port": free_port()},
     }
     with run_gateway(config, [triton_server.grpc_url]) as gw:
         gw.mail = config["mail"]  # type: ignore[attr-defined]
@@ -159,6 +178,40 @@ def test_spamc_ping_and_learn(gateway: RunningGateway) -> None:
     assert feedback.read_all(gateway.tmp / "feedback.sqlite3") == []  # type: ignore[attr-defined]
 
 
+def test_spamc_learn_is_refused_by_default(default_gateway: RunningGateway) -> None:
+    raw = (DATA / "quoted_printable.eml").read_bytes()
+    metric = 'textgate_mail_commands_total{code="77",command="TELL",protocol="spamd"}'
+    for args in (["-L", "spam"], ["-L", "ham", "-u", "reviewer"], ["-L", "forget"]):
+        out = spamc(default_gateway, *args, data=raw)
+        # libspamc's message_tell ignores the answer's code: a refused TELL reads like a
+        # message learned before (exit 0); the answer, the metric and the log say why.
+        assert out.returncode == 0, out
+        assert out.stdout == b"Message was already un/learned\n", out.stdout
+    assert _metric(default_gateway, metric) == 3
+    tell = f"TELL SPAMC/1.5\r\nMessage-class: spam\r\nSet: local\r\nContent-length: {len(raw)}"
+    answer = _raw(default_gateway, tell.encode() + b"\r\n\r\n" + raw)
+    assert answer.startswith(b"SPAMD/1.5 77 ") and b"mail.allow_tell" in answer, answer
+    store = default_gateway.tmp / "feedback.sqlite3"  # type: ignore[attr-defined]
+    assert not store.exists() or feedback.read_all(store) == []  # nothing learned
+
+
+def test_spamc_process_removes_forged_spam_headers(gateway: RunningGateway) -> None:
+    raw = (DATA / "html_only.eml").read_bytes()
+    forged = b"X-Spam-Status: No, score=-100.0 required=5.0\r\n\ttests=ALL_TRUSTED\r\n"
+    forged += b"X-Spam-Flag: NO\r\n"
+    nl = b"\r\n" if raw.split(b"\n", 1)[0].endswith(b"\r") else b"\n"
+    message = forged.replace(b"\r\n", nl) + raw
+    out = spamc(gateway, "-u", "strict", data=message)
+    assert out.returncode == 0, out.stderr
+    assert b"score=-100" not in out.stdout and b"ALL_TRUSTED" not in out.stdout
+    assert b"X-Spam-Flag: NO" not in out.stdout and out.stdout.count(b"X-Spam-Status:") == 1
+    added, rest = out.stdout.split(b"X-Textgate-Request-Id: ", 1)
+    assert b"X-Spam-Flag: YES" in added and b"X-Spam-Status: Yes, score=" in added
+    assert rest.split(b"\n", 1)[1] == raw  # the rest of the message, byte for byte
+    heads = spamc(gateway, "--headers", "-u", "strict", data=message)
+    assert heads.returncode == 0 and b"score=-100" not in heads.stdout, heads
+
+
 def test_spamc_message_over_the_limit_gets_too_big(gateway: RunningGateway) -> None:
     raw = (DATA / "long.eml").read_bytes()
     assert len(raw) > MAX_BYTES
@@ -233,6 +286,33 @@ def test_miltertest_each_action(
     out = run_miltertest(port, (DATA / "alternative.eml").read_bytes(), tmp_path, user=user)
     assert all(e in out for e in expect) and not any(a in out for a in absent), out
     assert _metric(gateway, "textgate_requests_total{") == before + 1  # the service counted it
+
+
+def test_miltertest_deletes_forged_spam_headers(gateway: RunningGateway, tmp_path: Path) -> None:
+    port = gateway.mail["milter_port"]  # type: ignore[attr-defined]
+    raw = b"X-Spam-Status: No, score=-100.0\r\nX-Spam-Flag: NO\r\n"
+    raw += (DATA / "alternative.eml").read_bytes()
+    checks = [
+        'mt.eom_check(conn, MT_HDRCHANGE, "X-Spam-Status", "")',
+        'mt.eom_check(conn, MT_HDRCHANGE, "X-Spam-Flag", "")',
+        'mt.eom_check(conn, MT_HDRADD, "X-Spam-Status")',
+        'mt.eom_check(conn, MT_HDRCHANGE, "Subject")',
+    ]
+    lua = script(port, raw, tmp_path, user="strict").replace(
+        "mt.disconnect(conn)",
+        "\n".join(f"if {c} then print([[YES {c}]]) end" for c in checks) + "\nmt.disconnect(conn)",
+    )
+    path = tmp_path / "strip.lua"
+    path.write_text(lua, encoding="utf-8")
+    tool = debian_tool("miltertest")
+    out = subprocess.run(
+        [tool, "-s", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out
+    assert "REPLY accept" in out.stdout, out.stdout
+    assert [line for line in out.stdout.splitlines() if line.startswith("YES ")] == [
+        f"YES {c}" for c in checks[:3]
+    ], out.stdout
 
 
 def test_miltertest_over_limit_and_aborted(gateway: RunningGateway, tmp_path: Path) -> None:

@@ -28,8 +28,18 @@ class MailConfig:
     milter_review: MilterReply = "headers"
     milter_quarantine: MilterReply = "quarantine"
     milter_error: MilterReply = "tempfail"  # Triton down, overload: the MTA retries later
+    # spamc -L (TELL) writes corrections that steer training, and the socket has no API
+    # key: like spamd without --allow-tell, refused unless switched on, from these networks
+    allow_tell: bool = False
+    tell_users: tuple[str, ...] = ()  # empty: no User, or a User naming a configured tenant
+    tell_networks: tuple[str, ...] = ("127.0.0.0/8", "::1/128")  # spamd's --allowed-ips
+    # a sender's own X-Spam-* headers ("X-Spam-Status: No") would fool later filters; false
+    # only when an upstream trusted filter's headers must reach them
+    strip_spam_headers: bool = True
 
     def __post_init__(self) -> None:
+        import ipaddress  # only here: the section's one check that needs it
+
         for key in ("spamd_port", "milter_port"):
             value = getattr(self, key)
             if value is not None:
@@ -40,6 +50,20 @@ class MailConfig:
         require(self.max_connections >= 1, "max_connections", "must be >= 1")
         require(self.read_timeout_s > 0, "read_timeout_s", "must be > 0")
         require(0 <= self.explain <= 20, "explain", "must be within 0..20")
+        require(all(u.strip() for u in self.tell_users), "tell_users", "must not hold empty names")
+        for i, net in enumerate(self.tell_networks):
+            try:
+                ipaddress.ip_network(net)
+                problem = ""
+            except ValueError as exc:
+                problem = str(exc)
+            require(
+                not problem,
+                f"tell_networks[{i}]",
+                f"{net!r} is not a network in CIDR notation ({problem})",
+                hint="an address or address/prefix with the host bits zero, "
+                "e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,8 +8,10 @@ The map is piecewise linear so that the policy's ``review_at`` lands exactly on
     points 0 ........ required (5.0) ....... max_points (10.0)
 
 Headers are inserted at the top of the message (after an mbox ``From `` line, if any), in the
-message's own line ending; no other byte of the message changes. Existing ``X-Spam-*``
-headers are left alone: a reader that must not trust a sender's own should use the first.
+message's own line ending; no other byte of the message changes. Incoming ``X-Spam-*``
+fields are removed first (``strip_spam_headers``, on unless ``mail.strip_spam_headers`` is
+false), as SpamAssassin does: a sender can write ``X-Spam-Status: No`` to fool the filters
+after us, which read these headers without knowing who wrote them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from textgate import __version__, signals
 
 NEGATIVE_LABELS = ("ham", "negative", "legit", "not_spam")
 _RULE_CHARS = re.compile(r"[^A-Z0-9_]+")
+SPAM_PREFIX = b"x-spam-"
+# RFC 5322 field name: printable ASCII but the colon; obsolete syntax allows blanks before it
+_FIELD = re.compile(rb"[!-9;-~]+[ \t]*:")
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,39 @@ def marked(raw: bytes, mark: Mark) -> bytes:
     """The message with the headers added and every original byte kept, in order."""
     at = _insert_at(raw)
     return raw[:at] + header_block(mark, raw) + raw[at:]
+
+
+def is_spam_header(name: str | bytes) -> bool:
+    """``X-Spam-*`` in any case: the fields SpamAssassin (and so we) own."""
+    raw = name.encode("latin-1", "replace") if isinstance(name, str) else name
+    return raw.strip().lower().startswith(SPAM_PREFIX)
+
+
+def strip_spam_headers(raw: bytes) -> bytes:
+    """The message without its ``X-Spam-*`` header fields, folded lines included.
+
+    Only the header section is read (after an mbox ``From `` line): it ends at the first
+    blank line or at the first line that is neither a field nor a continuation, so a body
+    line that looks like a header is never touched. Every other byte is kept, in order.
+    """
+    at = _insert_at(raw)
+    kept, pos, dropping = [raw[:at]], at, False
+    while pos < len(raw):
+        end = raw.find(b"\n", pos)
+        end = len(raw) if end < 0 else end + 1
+        line = raw[pos:end]
+        if line[:1] in (b" ", b"\t"):
+            if not dropping:  # a continuation belongs to the field above it
+                kept.append(line)
+        elif _FIELD.match(line):
+            dropping = is_spam_header(line.split(b":", 1)[0])
+            if not dropping:
+                kept.append(line)
+        else:  # a blank line or text: the body starts here
+            kept.append(raw[pos:])
+            break
+        pos = end
+    return b"".join(kept)
 
 
 def header_section(message: bytes) -> bytes:

@@ -9,7 +9,9 @@
 a listener never outlives the runtime it scans with. The ``User`` of spamc (or the milter's
 ``{auth_authen}`` macro) names a tenant only when a tenant of that name is configured: spamc
 sends the local Unix user by default, which must not be an error. The mail sockets do not
-carry API keys; bind them to loopback (the default) or a trusted network, like spamd.
+carry API keys; bind them to loopback (the default) or a trusted network, like spamd. For
+the same reason ``learn`` (spamc -L) is reached only through ``spamd.TellRule``: off unless
+``mail.allow_tell``, and only from ``mail.tell_networks``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class Mail:
                 max_connections=cfg.max_connections,
                 timeout_s=cfg.read_timeout_s,
                 count=lambda c, code: self.commands.labels("spamd", c[:16], code).inc(),
+                # the tenants as they are at each TELL: a reload may add or drop some
+                tell=spamd.TellRule.of(cfg, lambda u: self.tenant(self.gw.runtime, u) is not None),
+                strip_spam_headers=cfg.strip_spam_headers,
             )
             self.ports["spamd"] = await s.start(cfg.host, cfg.spamd_port)
             self._servers.append(s)
@@ -74,6 +79,7 @@ class Mail:
                 max_connections=cfg.max_connections,
                 timeout_s=cfg.read_timeout_s,
                 count=lambda c, code: self.commands.labels("milter", c[:16], code).inc(),
+                strip_spam_headers=cfg.strip_spam_headers,
             )
             self.ports["milter"] = await m.start(cfg.host, cfg.milter_port)
             self._servers.append(m)

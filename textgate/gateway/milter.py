@@ -2,7 +2,8 @@
 
     packet: uint32 length (network order, command byte included) | command | data
     MTA:    O(negotiate) [D(macros)] C H M R* T L* N B* E | A(abort) | Q(quit) | K(next conn)
-    us:     c(continue) to each of C H M R T L N B U; at E: h(add header)* [q(quarantine)]
+    us:     c(continue) to each of C H M R T L N B U; at E: m(change header: delete)*
+            h(add header)* [q(quarantine)]
             then a(accept) | y(reply code: 550 reject) | d(discard) | t(tempfail)
 
 The policy's action picks the reply through ``mail.milter_<action>`` (``replies``); the
@@ -15,6 +16,11 @@ global state and runs ``smfi_main`` as a blocking loop with its own signal threa
 a C compiler and libmilter-dev on every machine, and pymilter is GPL-2.0 while textgate is
 Apache-2.0. The protocol itself is a dozen packet types.
 
+The MTA's ``X-Spam-*`` headers are deleted (``m`` with an empty value, SMFIF_CHGHDRS) in
+every reply that adds headers, unless ``mail.strip_spam_headers`` is false: a sender can
+forge ``X-Spam-Status: No`` for the filters after us (``headers.strip_spam_headers`` is the
+same rule for spamd).
+
 Limits: a body past ``max_bytes`` is not kept (the message is accepted unscanned with an
 ``X-Textgate-Skipped`` header), packets over ``MAX_PACKET`` close the connection, a silent
 MTA is dropped after ``timeout_s`` within a packet (10x that between packets), and
@@ -24,6 +30,7 @@ connections beyond the cap are answered tempfail.
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +44,7 @@ from textgate.gateway.spamd import Scanner
 
 MAX_PACKET = 1 << 20  # libmilter's own cap on one packet is 64 KiB for body chunks
 VERSION = 6
-SMFIF_ADDHDRS, SMFIF_QUARANTINE = 0x01, 0x20
+SMFIF_ADDHDRS, SMFIF_CHGHDRS, SMFIF_QUARANTINE = 0x01, 0x10, 0x20
 REPLIES = ("accept", "headers", "quarantine", "reject", "discard", "tempfail")
 _NO_REPLY = {b"D", b"A", b"Q", b"K"}
 IDLE_FACTOR = 10  # read_timeout_s x this between packets (300 s by default)
@@ -69,6 +76,9 @@ class Message:
     body: list[bytes] = field(default_factory=list)
     size: int = 0
     over: bool = False
+    # X-Spam-* names as presented, kept past the size limit too: an unscanned message
+    # still must not carry a sender's forged verdict on
+    spam_headers: list[bytes] = field(default_factory=list)
 
     def add(self, data: bytes, limit: int, *, header: bool) -> None:
         self.size += len(data)
@@ -80,6 +90,21 @@ class Message:
 
     def raw(self) -> bytes:
         return b"".join(self.head) + b"\r\n" + b"".join(self.body)
+
+
+def deletes(names: list[bytes]) -> list[bytes]:
+    """SMFIR_CHGHEADER packets deleting each named header, in the order the MTA sent them.
+
+    The index is 1-based among the headers of that name (MTAs compare names without case).
+    Sent last occurrence first: whether an MTA renumbers after a delete or not, the
+    indices still to be sent then point at the same headers.
+    """
+    seen: dict[bytes, int] = {}
+    out = []
+    for name in names:
+        index = seen[name.lower()] = seen.get(name.lower(), 0) + 1
+        out.append(packet(b"m", struct.pack("!I", index) + name + b"\0" + b"\0"))
+    return out[::-1]
 
 
 def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
@@ -110,6 +135,7 @@ class Server(Listener):
         max_connections: int = 32,
         timeout_s: float = 30.0,
         count: Callable[[str, str], None] = lambda _cmd, _code: None,
+        strip_spam_headers: bool = True,
     ) -> None:
         self.scanner = scanner
         self.replies = replies
@@ -117,6 +143,7 @@ class Server(Listener):
         self.max_connections = max_connections
         self.timeout_s = timeout_s
         self.count = count
+        self.strip_spam_headers = strip_spam_headers
         self.active = 0
         super().__init__()
 
@@ -147,6 +174,7 @@ class Session:
         self.server, self.reader, self.writer, self.busy = server, reader, writer, busy
         self.message = Message()
         self.user: str | None = None
+        self.actions = 0  # negotiated SMFIF_* flags
 
     async def read(self) -> tuple[bytes, bytes]:
         s = self.server
@@ -190,6 +218,8 @@ class Session:
             name, _, rest = data.partition(b"\0")
             value = rest.split(b"\0", 1)[0]
             self.message.add(name + b": " + value + b"\r\n", self.server.max_bytes, header=True)
+            if headers.is_spam_header(name):
+                self.message.spam_headers.append(name)
         elif cmd == b"B":
             self.message.add(data, self.server.max_bytes, header=False)
         elif cmd == b"E":
@@ -208,8 +238,8 @@ class Session:
         version, actions, _protocol = struct.unpack("!III", data[:12])
         if version < 2:
             raise ConnectionError(f"milter protocol version {version} is too old")
-        wanted = actions & (SMFIF_ADDHDRS | SMFIF_QUARANTINE)
-        return packet(b"O", struct.pack("!III", min(version, VERSION), wanted, 0))
+        self.actions = actions & (SMFIF_ADDHDRS | SMFIF_CHGHDRS | SMFIF_QUARANTINE)
+        return packet(b"O", struct.pack("!III", min(version, VERSION), self.actions, 0))
 
     def macros(self, data: bytes) -> None:
         items = data[1:].split(b"\0")
@@ -222,7 +252,7 @@ class Session:
         if self.message.over:
             s.count("eom", "too_large")
             note = f"message over {s.max_bytes} bytes, not scanned"
-            return [packet(b"h", _cstr("X-Textgate-Skipped", note)), packet(b"a")]
+            return [*self.strip(), packet(b"h", _cstr("X-Textgate-Skipped", note)), packet(b"a")]
         try:
             mark = await s.scanner.scan(self.message.raw(), self.user, explain=False)
         except TextgateError as exc:
@@ -231,7 +261,25 @@ class Session:
                 logs.event("milter: cannot scan", error=exc.message)
                 return answer(s.replies["error"], None)
             s.count("eom", "input_error")  # the message cannot be read as mail: let it pass
-            return [packet(b"h", _cstr("X-Textgate-Error", exc.message[:200])), packet(b"a")]
+            note = exc.message[:200]
+            return [*self.strip(), packet(b"h", _cstr("X-Textgate-Error", note)), packet(b"a")]
         kind = s.replies.get(mark.action, s.replies["review"] if mark.spam else s.replies["allow"])
         s.count("eom", kind)
-        return answer(kind, mark)
+        out = answer(kind, mark)
+        # Only replies that mark the message strip it: "accept" promises no change, and a
+        # rejected, discarded or deferred message is not delivered at all.
+        return [*self.strip(), *out] if kind in ("headers", "quarantine") else out
+
+    def strip(self) -> list[bytes]:
+        """The deletes of the MTA's X-Spam-* headers, when configured and negotiated."""
+        names = self.message.spam_headers
+        if not names or not self.server.strip_spam_headers:
+            return []
+        if not self.actions & SMFIF_CHGHDRS:
+            logs.event(
+                "milter: the MTA did not offer SMFIF_CHGHDRS; incoming X-Spam-* headers kept",
+                logging.WARNING,
+                headers=len(names),
+            )
+            return []
+        return deletes(names)

@@ -12,22 +12,30 @@ this module is the wire format and its limits only:
 - a read timeout per line and for the body: a slow client gets EX_TIMEOUT and is closed;
 - a body over ``max_bytes`` (declared or after decompression) gets EX_TOOBIG, unscanned;
 - every malformed request gets EX_PROTOCOL with the reason; a client gone mid-message is
-  dropped without an answer (there is no one to answer).
+  dropped without an answer (there is no one to answer);
+- TELL (spamc -L) is refused with EX_NOPERM unless ``TellRule`` allows the client's address
+  and ``User``: the socket carries no API key, and a correction steers the next model;
+- PROCESS and HEADERS drop the message's own ``X-Spam-*`` headers before adding ours.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
+import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textgate.errors import TextgateError
 from textgate.gateway import headers, logs
 from textgate.gateway.http_errors import status_of
 from textgate.gateway.listener import Listener
+
+if TYPE_CHECKING:
+    from textgate.config import MailConfig
 
 VERSION = "SPAMD/1.5"
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER = 0, 64, 65, 67
@@ -77,6 +85,76 @@ class Request:
         return self.headers.get("user") or None
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+LOOPBACK = ("127.0.0.0/8", "::1/128")
+
+
+def _no_tenants(_user: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class TellRule:
+    """Who may TELL: ``mail.allow_tell``, ``mail.tell_users``, ``mail.tell_networks``.
+
+    Refused by default, as spamd without ``--allow-tell``. With ``users`` empty, a request
+    without ``User`` or whose ``User`` names a configured tenant (``is_tenant``) may learn;
+    any other name (spamc sends the local Unix user unless ``-u``) is refused rather than
+    stored as a correction of the shared, tenant-less model.
+    """
+
+    allow: bool = False
+    users: tuple[str, ...] = ()
+    networks: tuple[IPNetwork, ...] = tuple(ipaddress.ip_network(n) for n in LOOPBACK)
+    is_tenant: Callable[[str], bool] = _no_tenants
+
+    @classmethod
+    def of(cls, config: MailConfig, is_tenant: Callable[[str], bool] = _no_tenants) -> TellRule:
+        """From a ``MailConfig`` (whose networks were checked when it was loaded)."""
+        return cls(
+            allow=config.allow_tell,
+            users=tuple(config.tell_users),
+            networks=networks(config.tell_networks),
+            is_tenant=is_tenant,
+        )
+
+    def refusal(self, user: str | None, peer: str | None) -> str | None:
+        """Why this client may not TELL (naming the key to change), or None."""
+        if not self.allow:
+            return "TELL refused: learning is off; set mail.allow_tell: true to allow it"
+        addr = _address(peer)
+        if addr is None or not any(addr in net for net in self.networks):
+            return f"TELL refused: client {peer} is not in mail.tell_networks"
+        if self.users:
+            if user is None:
+                return "TELL refused: no User header; mail.tell_users names who may learn"
+            if user not in self.users:
+                return f"TELL refused: User {user[:40]!r} is not in mail.tell_users"
+        elif user is not None and not self.is_tenant(user):
+            return (
+                f"TELL refused: User {user[:40]!r} is not a configured tenant; "
+                "list it in mail.tell_users or send a tenant (spamc -u)"
+            )
+        return None
+
+
+def networks(cidrs: Sequence[str]) -> tuple[IPNetwork, ...]:
+    return tuple(ipaddress.ip_network(n) for n in cidrs)
+
+
+def _address(peer: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    if not peer:
+        return None
+    try:
+        addr = ipaddress.ip_address(peer)
+    except ValueError:
+        return None
+    # On a dual-stack socket an IPv4 client shows as ::ffff:a.b.c.d: match it as IPv4.
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
 def code_of(exc: BaseException) -> int:
     """A gateway error as a spamd code, through the one HTTP status table."""
     status = status_of(exc)
@@ -115,12 +193,16 @@ class Server(Listener):
         max_connections: int = 32,
         timeout_s: float = 30.0,
         count: Callable[[str, str], None] = lambda _cmd, _code: None,
+        tell: TellRule | None = None,
+        strip_spam_headers: bool = True,
     ) -> None:
         self.scanner = scanner
         self.max_bytes = max_bytes
         self.max_connections = max_connections
         self.timeout_s = timeout_s
         self.count = count  # metrics: (command, code name)
+        self.tell = tell or TellRule()
+        self.strip_spam_headers = strip_spam_headers
         self.active = 0
         super().__init__()
 
@@ -138,10 +220,12 @@ class Server(Listener):
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         method = "?"
+        peername = writer.get_extra_info("peername")
+        peer = str(peername[0]) if isinstance(peername, tuple) and peername else None
         try:
             req = await self._read(reader)
             method = req.method
-            out = await self._dispatch(req)
+            out = await self._dispatch(req, peer)
         except ProtocolError as exc:
             out = answer(exc.code, exc.message)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -227,18 +311,24 @@ class Server(Listener):
                     return
                 left -= len(chunk)
 
-    async def _dispatch(self, req: Request) -> bytes:
+    async def _dispatch(self, req: Request, peer: str | None) -> bytes:
         if req.method == "PING":
             return answer(EX_OK, "PONG")
         if req.method == "SKIP":
             return b""
         if req.method == "TELL":
-            return await self._tell(req)
+            return await self._tell(req, peer)
         explain = req.method in ("REPORT", "REPORT_IFSPAM", "SYMBOLS")
         mark = await self.scanner.scan(req.body, req.user, explain=explain)
-        return render(req.method, mark, req.body)
+        return render(req.method, mark, req.body, strip=self.strip_spam_headers)
 
-    async def _tell(self, req: Request) -> bytes:
+    async def _tell(self, req: Request, peer: str | None) -> bytes:
+        refusal = self.tell.refusal(req.user, peer)
+        if refusal is not None:
+            logs.event(
+                "spamd: TELL refused", logging.WARNING, reason=refusal, peer=peer, user=req.user
+            )
+            raise ProtocolError(EX_NOPERM, refusal)
         label = req.headers.get("message-class", "").lower()
         sets, removes = req.headers.get("set", ""), req.headers.get("remove", "")
         if not sets and not removes:
@@ -262,8 +352,8 @@ def _places(value: str) -> list[str]:
     return [p.strip().lower() for p in value.split(",") if p.strip()]
 
 
-def render(method: str, mark: headers.Mark, raw: bytes) -> bytes:
-    """The EX_OK answer of a scan command."""
+def render(method: str, mark: headers.Mark, raw: bytes, *, strip: bool = True) -> bytes:
+    """The EX_OK answer of a scan command; ``strip``: drop the message's own X-Spam-*."""
     spam = {"Spam": headers.spam_header(mark)}
     if method == "CHECK":
         return answer(EX_OK, None, spam)
@@ -273,7 +363,7 @@ def render(method: str, mark: headers.Mark, raw: bytes) -> bytes:
         return with_body(EX_OK, spam, headers.report(mark).encode("utf-8", "replace"))
     if method == "REPORT_IFSPAM":
         return answer(EX_OK, None, spam)
-    out = headers.marked(raw, mark)
+    out = headers.marked(headers.strip_spam_headers(raw) if strip else raw, mark)
     if method == "HEADERS":
         out = headers.header_section(out)
     return with_body(EX_OK, spam, out)

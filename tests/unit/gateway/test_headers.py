@@ -49,3 +49,51 @@ def test_mbox_from_line_stays_first() -> None:
     out = headers.marked(raw, _mark())
     assert out.startswith(b"From a@b") and out.endswith(b"Subject: x\n\nbody\n")
     assert b"\nX-Spam-Flag: YES\n" in out
+
+
+# --- incoming X-Spam-* headers (a sender's forged verdict) ----------------------------------
+
+
+def test_strip_removes_spam_headers_and_their_folded_lines() -> None:
+    raw = (
+        b"Received: from a\r\n\tby b\r\n"
+        b"X-Spam-Status: No, score=-100.0 required=5.0\r\n\ttests=NONE\r\n    autolearn=no\r\n"
+        b"Subject: hello\r\n"
+        b"X-Spam-Flag: NO\r\n"
+        b"\r\n"
+        b"body\r\n"
+    )
+    assert headers.strip_spam_headers(raw) == (
+        b"Received: from a\r\n\tby b\r\nSubject: hello\r\n\r\nbody\r\n"
+    )
+
+
+def test_strip_matches_any_case_and_only_the_x_spam_prefix() -> None:
+    raw = b"x-spam-flag: NO\nX-SPAM-LEVEL: \nX-Spam-Status : No\nX-Spammer: keep\nX-Spam: keep\n\n"
+    assert headers.strip_spam_headers(raw) == b"X-Spammer: keep\nX-Spam: keep\n\n"
+
+
+def test_strip_leaves_the_body_alone() -> None:
+    raw = b"Subject: x\n\nX-Spam-Status: No, score=-100\n X-Spam-Flag: NO\n"
+    assert headers.strip_spam_headers(raw) == raw
+    # A line that is not a header ends the header section, as a blank line does.
+    text = b"hello there\nX-Spam-Flag: NO\n"
+    assert headers.strip_spam_headers(text) == text
+
+
+def test_strip_without_headers_or_without_body() -> None:
+    assert headers.strip_spam_headers(b"") == b""
+    assert headers.strip_spam_headers(b"\r\nX-Spam-Flag: NO\r\n") == b"\r\nX-Spam-Flag: NO\r\n"
+    only_head = b"Subject: x\r\nX-Spam-Flag: NO\r\n\tfolded"
+    assert headers.strip_spam_headers(only_head) == b"Subject: x\r\n"
+    mbox = b"From a@b Mon Jan  1 00:00:00 2026\nX-Spam-Flag: NO\nSubject: x\n\nbody\n"
+    assert (
+        headers.strip_spam_headers(mbox)
+        == b"From a@b Mon Jan  1 00:00:00 2026\nSubject: x\n\nbody\n"
+    )
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.eml")), ids=lambda p: p.stem)
+def test_strip_keeps_a_message_without_spam_headers(path: Path) -> None:
+    raw = path.read_bytes()
+    assert headers.strip_spam_headers(raw) == raw
