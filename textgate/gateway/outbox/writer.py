@@ -270,6 +270,14 @@ class Writer:
                 hint="move the file (and its -wal/-shm files) aside to keep it for "
                 "inspection; textgate then starts a new, empty outbox",
             )
+        if "full" in text or "No space" in text:
+            return OutboxError(
+                f"has no room left on its disk ({text}): new requests are refused, "
+                "accepted events are kept",
+                path=self.path,
+                hint="free space on the file system of events.outbox_path; "
+                "the gateway accepts requests again as soon as a write succeeds",
+            )
         return OutboxError(
             f"cannot be opened or written ({text})",
             path=self.path,
