@@ -43,3 +43,13 @@ bench: build-spam
 
 bench-quick: build-spam
 	$(BIN)/python benchmarks/suite.py --quick --bundle $(ARTIFACTS)/spam
+
+# Fault runs (tests/integration/test_faults.py) three times each; CI runs them once.
+.PHONY: faults soak
+faults: bootstrap
+	TEXTGATE_FAULT_ROUNDS=3 $(BIN)/python -m pytest -q -s tests/integration/test_faults.py
+
+# 20 minutes at 70 % of measured capacity (benchmarks/soak.py); CI runs a one-minute version.
+SOAK_MINUTES ?= 20
+soak: bootstrap build-spam
+	$(BIN)/python benchmarks/soak.py --bundle $(ARTIFACTS)/spam --minutes $(SOAK_MINUTES)
