@@ -264,3 +264,28 @@ def test_tritonserver_gets_a_scrubbed_environment() -> None:
         "OMP_NUM_THREADS": "2",
         "CUDA_VISIBLE_DEVICES": "0",
     }
+
+
+def test_trace_settings_become_triton_flags(tmp_path: Path) -> None:
+    inst = triton.Installation(Path("/bin/true"), "x", None, None, None, None)
+    off = triton.TritonServer(tmp_path, models=[])
+    assert "--trace-config" not in off._args(inst, None)
+    cfg = TritonConfig(trace_mode="triton", trace_rate=10)
+    server = triton.TritonServer(tmp_path, models=[], config=cfg)
+    server._log_path = tmp_path / "log" / "tritonserver.log"
+    args = server._args(inst, None)
+    flags = [args[i + 1] for i, a in enumerate(args) if a == "--trace-config"]
+    assert flags[:3] == ["mode=triton", "rate=10", "level=TIMESTAMPS"]
+    assert f"triton,file={tmp_path / 'log' / 'triton-trace.json'}" in flags
+    otel = TritonConfig(trace_mode="opentelemetry", trace_url="http://c:4318/v1/traces")
+    args = triton.TritonServer(tmp_path, models=[], config=otel)._args(inst, None)
+    assert "opentelemetry,url=http://c:4318/v1/traces" in args
+
+
+def test_opentelemetry_tracing_needs_a_collector_url() -> None:
+    from textgate.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="trace_url"):
+        TritonConfig(trace_mode="opentelemetry")
+    with pytest.raises(ConfigError, match="trace_rate"):
+        TritonConfig(trace_rate=0)

@@ -27,10 +27,24 @@ class TritonConfig:
     log_verbose: int = 0
     startup_timeout_s: float = 120.0
     exit_timeout_s: int = 10
+    # Triton's own request tracing (docs/serving.md): "triton" writes JSON traces naming the
+    # gateway's request id to trace_file; "opentelemetry" exports spans (OTLP/HTTP) to
+    # trace_url, joined to the caller's W3C traceparent that the gateway forwards.
+    trace_mode: Literal["off", "triton", "opentelemetry"] = "off"
+    trace_rate: int = 1000  # one request in trace_rate is traced
+    trace_file: Path | None = None  # trace_mode triton; default: beside the server's log
+    trace_url: str | None = None  # trace_mode opentelemetry: http://collector:4318/v1/traces
 
     def __post_init__(self) -> None:
         for key in ("http_port", "grpc_port", "metrics_port"):
             check_port(getattr(self, key), key)
+        require(self.trace_rate >= 1, "trace_rate", "must be >= 1")
+        require(
+            self.trace_mode != "opentelemetry" or bool(self.trace_url),
+            "trace_url",
+            "trace_mode opentelemetry needs the collector's OTLP/HTTP url",
+            hint="e.g. http://otel-collector:4318/v1/traces",
+        )
         require(self.log_verbose >= 0, "log_verbose", "must be >= 0")
         require(self.startup_timeout_s > 0, "startup_timeout_s", "must be > 0")
         require(self.exit_timeout_s >= 0, "exit_timeout_s", "must be >= 0")

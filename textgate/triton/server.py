@@ -347,7 +347,20 @@ class TritonServer:
             args.append(f"--backend-directory={backends}")
         if inst.libs_dir is not None:
             args.append("--pinned-memory-pool-byte-size=0")  # the wheel's server is CPU-only
-        return args + self.extra_args
+        return args + self._trace_args() + self.extra_args
+
+    def _trace_args(self) -> list[str]:
+        cfg = self.config
+        if cfg.trace_mode == "off":
+            return []
+        args = ["--trace-config", f"mode={cfg.trace_mode}", "--trace-config",
+                f"rate={cfg.trace_rate}", "--trace-config", "level=TIMESTAMPS"]  # fmt: skip
+        if cfg.trace_mode == "triton":
+            assert self._log_path is not None
+            file = cfg.trace_file or self._log_path.with_name("triton-trace.json")
+            return [*args, "--trace-config", f"triton,file={file}",
+                    "--trace-config", "triton,log-frequency=1"]  # fmt: skip
+        return [*args, "--trace-config", f"opentelemetry,url={cfg.trace_url}"]
 
     def _env(self, inst: Installation) -> dict[str, str]:
         env = scrubbed_env(os.environ)
