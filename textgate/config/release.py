@@ -47,6 +47,11 @@ class ReleaseConfig:
     max_p99_ratio: float = 2.0  # canary P99 / serving P99
     max_positive_rate_delta: float = 0.1  # |canary - serving| share of positive (spam) verdicts
     max_psi: float = 0.25  # population stability index of the score distributions
+    # After a promotion the new serving version is judged against the one it replaced (their
+    # live outcomes in this gateway, same bounds as the canary) for post_watch_s; past a
+    # bound it is alerted (metric, log, event) and, with post_watch_rollback, rolled back.
+    post_watch_s: float = 3600.0  # 0: no watch after a promotion
+    post_watch_rollback: bool = False
 
     def __post_init__(self) -> None:
         require(self.keep_loadable >= 2, "keep_loadable", "must be >= 2 (serving + one back)")
@@ -59,6 +64,7 @@ class ReleaseConfig:
         require(self.watch_min_requests >= 1, "watch_min_requests", "must be >= 1")
         require(self.max_p99_ratio >= 1, "max_p99_ratio", "must be >= 1")
         require(self.max_psi > 0, "max_psi", "must be > 0")
+        require(self.post_watch_s >= 0, "post_watch_s", "must be >= 0 (0: off)")
         pairs = [(c.task, c.name) for c in self.compare_samples]
         dup = sorted({p for p in pairs if pairs.count(p) > 1})
         require(not dup, "compare_samples", f"sample {dup[0] if dup else ''} appears twice")

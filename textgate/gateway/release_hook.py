@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -73,6 +74,12 @@ class ReleaseHook(release.StateView):
             "textgate_release_shadow", "Shadow copies by agreement", ["task", "agree"],
             registry=registry,
         )  # fmt: skip
+        self.post_alerts = Counter(
+            "textgate_release_post_watch_alerts",
+            "Promoted versions found worse than the one they replaced (post_watch_s)",
+            ["task"], registry=registry,
+        )  # fmt: skip
+        self._post_judged: set[tuple[str, Any]] = set()  # (task, history seq) acted on
         self.operations = Counter(
             "textgate_release_operations", "Admin release operations", ["op", "result"],
             registry=registry,
@@ -144,12 +151,13 @@ class ReleaseHook(release.StateView):
         t = self.state.tasks.get(route.task)
         if t is None or not route.version.isdigit():
             return
-        if t.mode == "canary":
-            watch = self.watches.setdefault(route.task, release.CanaryWatch(self.settings))
-            scores: list[float | None] = [float(p[-1]) for p in probs] or [None]
-            for score in scores:
-                watch.record(int(route.version), ok=ok, latency_s=latency_s, score=score)
-        elif (
+        # Every version's outcomes: the canary is judged against the serving version, and a
+        # promoted version against the one it replaced (their samples from before the switch).
+        watch = self.watches.setdefault(route.task, release.CanaryWatch(self.settings))
+        scores: list[float | None] = [float(p[-1]) for p in probs] or [None]
+        for score in scores:
+            watch.record(int(route.version), ok=ok, latency_s=latency_s, score=score)
+        if (
             t.mode == "shadow"
             and t.candidate is not None
             and ok
@@ -199,6 +207,49 @@ class ReleaseHook(release.StateView):
             await asyncio.sleep(self.settings.watch_interval_s)
             with contextlib.suppress(TextgateError):
                 await self.check_canaries()
+                await self.check_promotions()
+
+    async def check_promotions(self) -> list[str]:
+        """Within ``post_watch_s`` of a promotion: the new serving version against the one it
+        replaced. Past a bound: alerted once per promotion, and rolled back when
+        ``post_watch_rollback``. Returns the tasks acted on."""
+        acted = []
+        now = time.time()
+        for task, t in self.refresh(force=True).tasks.items():
+            last = next((h for h in reversed(t.history) if h.get("op") == "promote"), None)
+            watch = self.watches.get(task)
+            if (
+                last is None
+                or watch is None
+                or t.mode == "canary"
+                or last.get("previous") is None
+                or int(last.get("version", -1)) != t.serving
+                or now - float(last.get("time", 0.0)) > self.settings.post_watch_s
+                or (task, last.get("seq")) in self._post_judged
+            ):
+                continue
+            why = watch.verdict(int(last["previous"]), t.serving)
+            if why is None:
+                continue
+            self._post_judged.add((task, last.get("seq")))
+            await self._after_promotion(task, t.serving, why)
+            acted.append(task)
+        return acted
+
+    async def _after_promotion(self, task: str, version: int, why: str) -> None:
+        reason = f"v{version} after its promotion: {why}"
+        self.post_alerts.labels(task).inc()
+        if not self.settings.post_watch_rollback:
+            logs.event("release promotion worse than before", logging.WARNING, task=task,
+                       reason=reason, hint="textgate release rollback, or set "
+                       "release.post_watch_rollback to do it automatically")  # fmt: skip
+            return
+        after = await asyncio.to_thread(
+            self.manager.rollback, task, reason=f"automatic rollback of {reason}"
+        )
+        self.auto_rollbacks.labels(task).inc()
+        logs.event("release promotion rolled back", logging.WARNING, task=task, reason=reason)
+        await self.emit(task, "auto-rollback", after)
 
     async def check_canaries(self) -> list[str]:
         """Stop every canary past its bounds; return the tasks rolled back."""

@@ -1,19 +1,24 @@
-"""The canary watch: while a canary runs, is it worse than the serving version?
+"""The release watch: is a new version worse than the one it is compared with?
 
-The gateway records every request's outcome per version; ``verdict`` compares the canary with
-the serving version once both have ``watch_min_requests`` and names the first bound it is
-past (error rate, P99 latency, positive-verdict rate, score PSI beyond its sampling noise).
-The gateway then stops the canary (docs/lifecycle.md, automatic rollback).
+The gateway records every request's outcome per version (the last ``max_samples`` of each);
+``verdict`` compares a version with a reference once both have ``watch_min_requests`` and
+names the first bound it is past (error rate, P99 latency, positive-verdict rate, score PSI
+beyond its sampling noise). While a canary runs, the reference is the serving version and
+the gateway stops the canary; within ``post_watch_s`` of a promotion, the reference is the
+version it replaced (docs/lifecycle.md, automatic rollback).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
 
 from textgate.config import ReleaseConfig
+
+_KINDS = ("ok", "latency", "score")
 
 
 def psi(expected: Sequence[float], actual: Sequence[float], bins: int = 10) -> float:
@@ -31,23 +36,23 @@ class CanaryWatch:
     def __init__(self, settings: ReleaseConfig, max_samples: int = 5000) -> None:
         self.settings = settings
         self.max_samples = max_samples
-        self.samples: dict[int, dict[str, list[float]]] = {}
+        self.samples: dict[int, dict[str, deque[float]]] = {}
 
     def record(self, version: int, *, ok: bool, latency_s: float, score: float | None) -> None:
-        s = self.samples.setdefault(version, {"ok": [], "latency": [], "score": []})
+        s = self.samples.get(version)
+        if s is None:
+            s = self.samples[version] = {k: deque(maxlen=self.max_samples) for k in _KINDS}
         s["ok"].append(1.0 if ok else 0.0)
         if ok:
             s["latency"].append(latency_s)
         if score is not None and math.isfinite(score):
             s["score"].append(score)
-        for values in s.values():
-            del values[: -self.max_samples]
 
     def reset(self) -> None:
         self.samples.clear()
 
     def stats(self, version: int) -> dict[str, float]:
-        s = self.samples.get(version, {"ok": [], "latency": [], "score": []})
+        s = self.samples.get(version) or {k: deque() for k in _KINDS}
         n = len(s["ok"])
         return {
             "n": n,
@@ -68,7 +73,7 @@ class CanaryWatch:
             return f"P99 {b['p99_s'] * 1000:.1f} ms vs serving {a['p99_s'] * 1000:.1f} ms"
         if abs(b["positive_rate"] - a["positive_rate"]) > cfg.max_positive_rate_delta:
             return f"positive rate {b['positive_rate']:.3f} vs serving {a['positive_rate']:.3f}"
-        ss, cs = self.samples[serving]["score"], self.samples[canary]["score"]
+        ss, cs = list(self.samples[serving]["score"]), list(self.samples[canary]["score"])
         # PSI of two finite samples of one distribution is about (bins-1)(1/n1 + 1/n2), not
         # 0: judge the excess over that, or small canaries are rolled back for noise.
         noise = 9 * (1 / max(1, len(ss)) + 1 / max(1, len(cs)))
