@@ -38,6 +38,10 @@ class GatewayConfig:
     # unk_ratio of tasks that set policy unk_note_above; release.repository is added.
     tokenizer_dirs: tuple[Path, ...] = ()
     replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
+    # Campaign memory (textgate/gateway/campaign.py): the model's answer to an identical
+    # message (same tenant, route, policy) reused for campaign_ttl_s; 0 entries: off.
+    campaign_entries: int = 0
+    campaign_ttl_s: float = 600.0
     log_format: Literal["json", "text"] = "json"
     # E-mail parsing runs in this many worker processes (0: in the request's own thread,
     # for tools and tests); a message not parsed within the budget is read best-effort.
@@ -53,6 +57,8 @@ class GatewayConfig:
     def __post_init__(self) -> None:
         check_port(self.port, "port")
         require(self.parse_workers >= 0, "parse_workers", "must be >= 0")
+        require(self.campaign_entries >= 0, "campaign_entries", "must be >= 0 (0: off)")
+        require(self.campaign_ttl_s > 0, "campaign_ttl_s", "must be > 0")
         require(self.parse_budget_s > 0, "parse_budget_s", "must be > 0")
         require(
             self.max_request_header_bytes >= 1024, "max_request_header_bytes", "must be >= 1024"

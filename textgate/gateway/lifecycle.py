@@ -28,6 +28,7 @@ from textgate import normalize
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
 from textgate.gateway import logs, review
+from textgate.gateway.campaign import Campaigns
 from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.event_sink import EventSink
 from textgate.gateway.limiter import Limiter
@@ -146,6 +147,7 @@ class Gateway:
             parse_pool=self.parse_pool,
             coalescer=Coalescer.from_config(client, gw),
             unk=UnkCounter.from_config(config),
+            campaigns=Campaigns.from_config(gw),
         )
 
     # --- lifecycle ---------------------------------------------------------------------

@@ -74,6 +74,10 @@ class Metrics:
         self.retries = Gauge(
             "textgate_triton_retries", "Attempts beyond the first (UNAVAILABLE)", registry=r
         )
+        self.campaigns = Counter(
+            "textgate_campaign_memory", "Items looked up in the campaign memory by result",
+            ["task", "result"], registry=r,
+        )  # fmt: skip
         self.replays = Counter(
             "textgate_replay_saved", "Anomalous outputs saved to the replay store", registry=r
         )

@@ -55,6 +55,11 @@ class ItemResult(BaseModel):
         description="only when the model answered NaN/inf: model_output_not_finite "
         "(the action is then review)",
     )
+    cached: bool | None = Field(
+        None,
+        description="true: the model's answer came from the campaign memory (an identical "
+        "message of this tenant, same model and policy, scored within gateway.campaign_ttl_s)",
+    )
     explanation: list[dict[str, Any]] | None = Field(
         None, description="with ?explain=N: the N spans that moved the score most (occlusion)"
     )

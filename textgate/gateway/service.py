@@ -11,7 +11,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from textgate.config import Config
 from textgate.errors import InvalidInput, TritonTimeout
 from textgate.gateway import logs, rescore
+from textgate.gateway.campaign import Campaigns
 from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.event_sink import EventSink
 from textgate.gateway.limiter import Limiter
@@ -45,6 +46,7 @@ class Runtime:
     parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
     coalescer: Coalescer | None = None  # None: one Triton call per request (coalesce: false)
     unk: UnkCounter | None = None  # None: no unk_ratio (no tokenizer files to read)
+    campaigns: Campaigns | None = None  # None: every item goes to Triton (campaign.py)
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Scored:
     variant: str
     rescored: bool = False
     fast_probs: list[float] | None = None
+    cached: bool = False  # answered from the campaign memory
 
 
 def _ms(start: float) -> float:
@@ -193,6 +196,30 @@ class Service:
         return rt.preparer.text(x, "text" if n == 1 else f"texts[{i}]")
 
     async def _score(
+        self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
+    ) -> list[Scored]:
+        """Each item's answer: from the campaign memory where it holds one, else Triton's."""
+        memory = rt.campaigns
+        if memory is None:
+            return await self._score_fresh(rt, route, items, ctx)
+        rule = rt.policy.rule(route.task, ctx.tenant)
+        rescore = bool(route.precise and rt.config.gateway.rescore)
+        keys = [
+            memory.key(ctx.tenant, route, rule, rescore, item.wire(route.signals)) for item in items
+        ]
+        found: list[Scored | None] = [memory.get(k) for k in keys]
+        todo = [i for i, s in enumerate(found) if s is None]
+        for result, n in (("hit", len(items) - len(todo)), ("miss", len(todo))):
+            if n:
+                self.metrics.campaigns.labels(route.task, result).inc(n)
+        if todo:
+            fresh = await self._score_fresh(rt, route, [items[i] for i in todo], ctx)
+            for i, s in zip(todo, fresh, strict=True):
+                found[i] = s
+                memory.put(keys[i], replace(s, cached=True), s.probs)
+        return [s for s in found if s is not None]
+
+    async def _score_fresh(
         self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
     ) -> list[Scored]:
         pieces = [p for item in items for p in item.wire(route.signals)]
@@ -347,6 +374,8 @@ class Service:
         }
         if v.defects:  # only then: every ordinary answer keeps its shape
             out["defects"] = list(v.defects)
+        if s.cached:
+            out["cached"] = True
         if route.signals and item.symbols:  # what the combiner weighed, and by how much
             weights = route.symbol_weights
             out["symbols"] = [{"symbol": n, "weight": weights.get(n, 0.0)} for n in item.symbols]
