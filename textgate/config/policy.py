@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -107,6 +108,11 @@ class TaskPolicyConfig:
         )
 
 
+_LIST_ENTRY = re.compile(
+    r"(?:dkim:|[^@\s]+@)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}", re.I
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TenantConfig:
     """A tenant picked by API key (``X-API-Key``) or by name in the tenant header."""
@@ -114,9 +120,23 @@ class TenantConfig:
     name: str
     api_key: str | None = None
     tasks: tuple[TaskPolicyConfig, ...] = ()  # replace the default policy of these tasks
+    # Sender lists (docs/gateway.md): "alice@example.com", "example.com" (and subdomains) or
+    # "dkim:example.com" (a verified DKIM signature of that domain). Block wins over allow;
+    # an address or domain allows only an authenticated sender unless allow_unauthenticated.
+    allow: tuple[str, ...] = ()
+    block: tuple[str, ...] = ()
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         require(bool(self.name), "name", "must not be empty")
+        for key in ("allow", "block"):
+            for i, entry in enumerate(getattr(self, key)):
+                require(
+                    _LIST_ENTRY.fullmatch(entry) is not None,
+                    f"{key}[{i}]",
+                    f"{entry!r} is not an address, a domain or dkim:<domain>",
+                    hint="e.g. alice@example.com, example.com, dkim:example.com",
+                )
         require(
             self.api_key is None or len(self.api_key) >= 8,
             "api_key",

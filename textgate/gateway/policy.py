@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from textgate.config import PolicyConfig, TaskPolicyConfig
+from textgate.config import PolicyConfig, TaskPolicyConfig, TenantConfig
 from textgate.errors import InvalidInput
 from textgate.gateway.http_errors import Unauthorized
 
@@ -109,6 +109,9 @@ class Policy:
         if tenant.api_key and by_key != name:
             raise Unauthorized(f"tenant {name!r} needs its API key", field=API_KEY_HEADER)
         return name
+
+    def tenant_config(self, name: str | None) -> TenantConfig | None:
+        return self._names.get(name) if name else None
 
     def _match_key(self, key: str) -> str | None:
         for known, name in self._by_key.items():

@@ -74,6 +74,10 @@ class Metrics:
         self.retries = Gauge(
             "textgate_triton_retries", "Attempts beyond the first (UNAVAILABLE)", registry=r
         )
+        self.listed = Counter(
+            "textgate_sender_listed", "Messages a tenant's sender list decided", ["task", "list"],
+            registry=r,
+        )  # fmt: skip
         self.campaigns = Counter(
             "textgate_campaign_memory", "Items looked up in the campaign memory by result",
             ["task", "result"], registry=r,

@@ -55,6 +55,10 @@ class ItemResult(BaseModel):
         description="only when the model answered NaN/inf: model_output_not_finite "
         "(the action is then review)",
     )
+    listed: dict[str, str] | None = Field(
+        None,
+        description="a tenant's sender list decided the action: {list: allow|block, entry, why}",
+    )
     cached: bool | None = Field(
         None,
         description="true: the model's answer came from the campaign memory (an identical "

@@ -21,7 +21,7 @@ import numpy as np
 
 from textgate.config import Config
 from textgate.errors import InvalidInput, TritonTimeout
-from textgate.gateway import logs, rescore
+from textgate.gateway import logs, rescore, senders
 from textgate.gateway.campaign import Campaigns
 from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.event_sink import EventSink
@@ -144,6 +144,13 @@ class Service:
             on_malformed(rule, v) if item.notes.get("best_effort") else v
             for item, v in zip(items, verdicts, strict=True)
         ]
+        listed = senders.for_items(
+            rt.policy.tenant_config(ctx.tenant), rule, raw, [i.notes.get("sender") for i in items]
+        )
+        verdicts = [senders.verdict(v, x) for v, x in zip(verdicts, listed, strict=True)]
+        for x in listed:
+            if x is not None:
+                self.metrics.listed.labels(task, x.list).inc()
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
         results, events = [], []
@@ -167,7 +174,7 @@ class Service:
                     "unk_ratio": u,
                 }
             )
-            result = self._result(route, item, s, v, rid, ctx)
+            result = self._result(route, item, s, v, rid, ctx) | senders.as_result(listed[i])
             results.append(_with_checks(result, band, u, rule.unk_note_above))
         record = None
         if ctx.client_id and ctx.payload_sha256:

@@ -23,6 +23,7 @@ from email.message import Message
 from email.utils import parseaddr, parsedate_to_datetime
 from typing import Any
 
+from textgate.signals import auth
 from textgate.signals.links import has_image, link_symbols, registrable, text_host
 from textgate.signals.parts import (
     MAX_HTML_PARTS,
@@ -104,15 +105,12 @@ READ = frozenset(
 )
 # The headers whose absence together means a headerless text, not a strange message.
 _IDENTITY = ("from", "date", "message-id")
-MAX_AUTH_HEADERS = 5
 HIDDEN_CHARS = 200  # hidden characters that make HIDDEN_TEXT whatever the text
 HIDDEN_SHARE = 0.3  # ... or this share of all text, once at least HIDDEN_FLOOR are hidden
 HIDDEN_FLOOR = 20  # a hidden preheader of a few characters is no trick
 LITTLE_TEXT = 200  # visible characters below which an HTML mail with images is IMAGE_HEAVY
 
 _Headers = dict[str, list[str]]
-_COMMENT = re.compile(r"\([^()]*\)")
-_AUTH_RESULT = re.compile(r"(?<![\w.-])(spf|dkim|dmarc)\s*=\s*([a-z]+)", re.I)
 _ADDRESS = re.compile(r"[\w.+-]+@((?:[\w-]+\.)+[\w-]+)")
 _PUNCT = "()<>[]{}\"',;:!?"
 _MONEY = re.compile(
@@ -197,28 +195,11 @@ def _list_symbols(headers: _Headers) -> Iterable[str]:
 
 
 def _auth_symbols(values: Sequence[str]) -> Iterable[str]:
-    """From the receiving MTA's Authentication-Results: the topmost header and those below
-    it with the same authserv-id (one MTA's milters may add one each). A header further
-    down, or another server's, may come from the sender; ARC-Authentication-Results too."""
+    """From the receiving MTA's Authentication-Results (``auth.read``: its own headers only)."""
     if not values:
         return
-    server = _authserv_id(values[0])
-    results: dict[str, set[str]] = {}
-    no_result = False
-    for value in values[:MAX_AUTH_HEADERS]:
-        if _authserv_id(value) != server:
-            continue
-        for _ in range(3):  # comments nest; three levels is more than any MTA writes
-            value = _COMMENT.sub(" ", value)
-        _, _, stated = value.partition(";")
-        no_result = no_result or stated.strip().lower() == "none"
-        for method, result in _AUTH_RESULT.findall(stated):
-            results.setdefault(method.lower(), set()).add(result.lower())
-    yield from _auth_names(results, no_result)
-
-
-def _authserv_id(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
+    results = auth.read(values)
+    yield from _auth_names(results.methods, results.no_result)
 
 
 def _auth_names(results: dict[str, set[str]], no_result: bool) -> Iterable[str]:
