@@ -13,6 +13,7 @@ import asyncio
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -119,9 +120,13 @@ class FakeScanner:
 
     def __init__(self) -> None:
         self.seen: list[tuple[bytes, str | None]] = []
+        self.recipients: list[list[str]] = []
 
-    async def scan(self, raw: bytes, user: str | None, *, explain: bool) -> Mark:
+    async def scan(
+        self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
+    ) -> Mark:
         self.seen.append((raw, user))
+        self.recipients.append(list(recipients))
         if user == "down":
             raise TritonUnavailable("no Triton endpoint answers")
         if user == "bad":

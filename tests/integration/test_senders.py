@@ -58,3 +58,28 @@ def test_sender_lists_decide_for_their_tenant(triton_server: TritonServer, tmp_p
         metrics = c.get("/metrics").text
     assert 'textgate_sender_listed_total{list="allow",task="spam"} 1.0' in metrics
     assert 'textgate_sender_listed_total{list="block",task="spam"} 1.0' in metrics
+
+
+def test_the_milter_picks_the_tenant_by_envelope_recipient(
+    triton_server: TritonServer, tmp_path: Path
+) -> None:
+    """miltertest's transaction is addressed to rcpt@example.net: with no AUTH user, the
+    tenant owning example.net decides (it quarantines everything); unowned, the default."""
+    from mailtools import run_miltertest
+
+    from textgate.triton import free_port
+
+    strict = [{"name": "netco", "domains": ["example.net"],
+               "tasks": [{"task": "spam", "kind": "threshold", "positive_label": "spam",
+                          "review_at": 0.0, "quarantine_at": 0.0}]}]  # fmt: skip
+    raw = mail("someone@sender.example")
+    for tenants, quarantined in ((strict, True), ([{**strict[0], "domains": []}], False)):
+        config = {
+            "gateway": {"parse_workers": 0},
+            "policy": {"tenants": tenants},
+            "events": {"outbox_path": str(tmp_path / f"events-{quarantined}.sqlite3")},
+            "mail": {"milter_port": free_port()},
+        }
+        with run_gateway(config, [triton_server.grpc_url]):
+            out = run_miltertest(config["mail"]["milter_port"], raw, tmp_path, user="")
+        assert ("QUARANTINE" in out) == quarantined, out

@@ -108,9 +108,9 @@ class TaskPolicyConfig:
         )
 
 
-_LIST_ENTRY = re.compile(
-    r"(?:dkim:|[^@\s]+@)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}", re.I
-)
+_DOMAIN_RE = r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}"
+_DOMAIN = re.compile(_DOMAIN_RE, re.I)
+_LIST_ENTRY = re.compile(r"(?:dkim:|[^@\s]+@)?" + _DOMAIN_RE, re.I)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,9 +126,14 @@ class TenantConfig:
     allow: tuple[str, ...] = ()
     block: tuple[str, ...] = ()
     allow_unauthenticated: bool = False
+    # Recipient domains (and their subdomains) whose mail is this tenant's on the mail
+    # sockets: the milter's envelope RCPT, else the receiving MTA's topmost Delivered-To.
+    domains: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         require(bool(self.name), "name", "must not be empty")
+        for i, d in enumerate(self.domains):
+            require(_DOMAIN.fullmatch(d) is not None, f"domains[{i}]", f"{d!r} is not a domain")
         for key in ("allow", "block"):
             for i, entry in enumerate(getattr(self, key)):
                 require(
@@ -184,6 +189,20 @@ class PolicyConfig:
         keys = [t.api_key for t in self.tenants if t.api_key]
         require(len(keys) == len(set(keys)), "tenants", "two tenants share an api_key")
         require(bool(self.tenant_header), "tenant_header", "must not be empty")
+        owned = [d.lower() for t in self.tenants for d in t.domains]
+        dup = sorted({d for d in owned if owned.count(d) > 1})
+        require(not dup, "tenants", f"domain {dup[0] if dup else ''!r} belongs to two tenants")
+
+    def tenant_for_domain(self, domain: str) -> str | None:
+        """The tenant owning a recipient domain (the longest listed domain that matches)."""
+        domain = domain.strip().strip(".").lower()
+        best: tuple[int, str] | None = None
+        for t in self.tenants:
+            for d in t.domains:
+                d = d.lower()
+                if (domain == d or domain.endswith("." + d)) and (best is None or len(d) > best[0]):
+                    best = (len(d), t.name)
+        return best[1] if best else None
 
     def for_task(self, task: str, tenant: str | None = None) -> TaskPolicyConfig:
         """The tenant's override, else the task's policy, else the ``label`` default."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Counter
 
 from textgate import feedback
-from textgate.config import Config
+from textgate.config import Config, PolicyConfig
 from textgate.errors import InvalidInput
 from textgate.gateway import explain, headers, logs, review
 from textgate.gateway.http_errors import NotFound, status_of
@@ -105,7 +105,9 @@ class Mail:
         names = {t.name for t in rt.config.policy.tenants}
         return user if user in names else None
 
-    async def scan(self, raw: bytes, user: str | None, *, explain: bool) -> headers.Mark:
+    async def scan(
+        self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
+    ) -> headers.Mark:
         gw = self.gw
         rt = gw.runtime
         task = rt.config.mail.task
@@ -113,7 +115,7 @@ class Mail:
         token = logs.request_id_var.set(rid)
         ctx = Context(request_id=rid, headers={"traceparent": logs.trace(None).traceparent})
         try:
-            ctx.tenant = self.tenant(rt, user)
+            ctx.tenant = tenant_of_mail(rt.config.policy, user, recipients, raw)
             result = (await gw.service.classify(rt, task, [raw], ctx))[0]
             spans: Sequence[headers.Span] = ()
             if explain and rt.config.mail.explain:
@@ -289,3 +291,32 @@ def mark(
         spans=tuple(spans),
         symbols=tuple((x["symbol"], float(x["weight"])) for x in result.get("symbols", ())),
     )
+
+
+def tenant_of_mail(
+    policy: PolicyConfig, user: str | None, recipients: Sequence[str], raw: bytes
+) -> str | None:
+    """The AUTH user or spamc User naming a tenant; else the tenant owning a recipient
+    domain: the milter's envelope recipients, else the topmost Delivered-To (the receiving
+    MTA's; lower ones and To are the sender's to write)."""
+    if user and any(t.name == user for t in policy.tenants):
+        return user
+    if not any(t.domains for t in policy.tenants):
+        return None
+    for address in recipients or [delivered_to(raw)]:
+        if "@" in address:
+            found = policy.tenant_for_domain(address.rsplit("@", 1)[1])
+            if found is not None:
+                return found
+    return None
+
+
+def delivered_to(raw: bytes) -> str:
+    """The topmost Delivered-To address of a raw message's header block ("" if none)."""
+    head = raw[:65_536].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
+    for line in head.splitlines():
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"delivered-to":
+            text = value.decode("utf-8", "replace").strip()
+            return text.removeprefix("<").removesuffix(">").strip()
+    return ""

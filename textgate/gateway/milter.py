@@ -79,6 +79,7 @@ class Message:
     # X-Spam-* names as presented, kept past the size limit too: an unscanned message
     # still must not carry a sender's forged verdict on
     spam_headers: list[bytes] = field(default_factory=list)
+    recipients: list[str] = field(default_factory=list)  # envelope RCPT TO, as the MTA sent
 
     def add(self, data: bytes, limit: int, *, header: bool) -> None:
         self.size += len(data)
@@ -90,6 +91,12 @@ class Message:
 
     def raw(self) -> bytes:
         return b"".join(self.head) + b"\r\n" + b"".join(self.body)
+
+
+def _address(data: bytes) -> str:
+    """The address of an SMFIC_RCPT packet (its first NUL-terminated argument, ``<a@b>``)."""
+    first = data.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+    return first.removeprefix("<").removesuffix(">").strip()[:320]
 
 
 def deletes(names: list[bytes]) -> list[bytes]:
@@ -220,6 +227,8 @@ class Session:
             self.message.add(name + b": " + value + b"\r\n", self.server.max_bytes, header=True)
             if headers.is_spam_header(name):
                 self.message.spam_headers.append(name)
+        elif cmd == b"R":
+            self.message.recipients.append(_address(data))
         elif cmd == b"B":
             self.message.add(data, self.server.max_bytes, header=False)
         elif cmd == b"E":
@@ -254,7 +263,9 @@ class Session:
             note = f"message over {s.max_bytes} bytes, not scanned"
             return [*self.strip(), packet(b"h", _cstr("X-Textgate-Skipped", note)), packet(b"a")]
         try:
-            mark = await s.scanner.scan(self.message.raw(), self.user, explain=False)
+            mark = await s.scanner.scan(
+                self.message.raw(), self.user, explain=False, recipients=self.message.recipients
+            )
         except TextgateError as exc:
             if status_of(exc) >= 500 or status_of(exc) == 429:
                 s.count("eom", "error")

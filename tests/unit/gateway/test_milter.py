@@ -58,6 +58,7 @@ def test_each_action_gets_its_reply(
     assert reply in out and all(line in out for line in lines), out
     raw, seen_user = scanner.seen[-1]
     assert seen_user == user and b"Subject: You have won\r\n" in raw
+    assert scanner.recipients[-1] == ["rcpt@example.net"]  # the envelope's RCPT TO
     assert raw.endswith(split_message(MESSAGE)[1])  # the body as the MTA sent it
 
 

@@ -101,3 +101,32 @@ def test_a_list_sets_the_action_and_only_for_mail_on_threshold_tasks() -> None:
 def test_a_bad_entry_is_a_config_error(entry: str) -> None:
     with pytest.raises(ConfigError, match=r"allow\[0\]"):
         TenantConfig(name="t", allow=(entry,))
+
+
+def test_the_tenant_of_mail_is_the_user_else_a_recipient_domain() -> None:
+    from textgate.config import PolicyConfig
+    from textgate.gateway.mail import delivered_to, tenant_of_mail
+
+    policy = PolicyConfig(
+        tenants=(
+            TenantConfig(name="acme", domains=("acme.example",)),
+            TenantConfig(name="acme-eu", domains=("eu.acme.example",)),
+            TenantConfig(name="globex"),
+        )
+    )
+    plain = b"To: boss@globex.example\r\nSubject: x\r\n\r\nbody\r\n"
+    assert tenant_of_mail(policy, "globex", ["a@acme.example"], plain) == "globex"  # AUTH user
+    assert tenant_of_mail(policy, "root", ["a@acme.example"], plain) == "acme"  # not a tenant
+    assert tenant_of_mail(policy, None, ["x@other.example", "b@mx.eu.acme.example"], plain) == (
+        "acme-eu"  # the longest owned domain wins
+    )
+    assert tenant_of_mail(policy, None, [], plain) is None  # To is the sender's to write
+    delivered = b"Delivered-To: a@acme.example\r\nDelivered-To: b@globex.example\r\n\r\nx"
+    assert delivered_to(delivered) == "a@acme.example"  # the topmost: the receiving MTA's
+    assert tenant_of_mail(policy, None, [], delivered) == "acme"
+    assert delivered_to(b"Subject: none\r\n\r\nDelivered-To: a@acme.example\r\n") == ""
+    with pytest.raises(ConfigError, match="belongs to two tenants"):
+        PolicyConfig(tenants=(TenantConfig(name="a", domains=("x.example",)),
+                              TenantConfig(name="b", domains=("X.example",))))  # fmt: skip
+    with pytest.raises(ConfigError, match=r"domains\[0\]"):
+        TenantConfig(name="a", domains=("not a domain",))
