@@ -202,7 +202,7 @@ class Publisher:
                 self.kafka.topic,
                 min(r.created_at for r in again),
                 {r.key for r in again},
-                timeout_s=self.kafka.delivery_timeout_s,
+                timeout_s=min(self.kafka.delivery_timeout_s, readback.TIMEOUT_S),
                 consumer_factory=self._consumer_factory,
             )
         except readback.ReadbackError as exc:

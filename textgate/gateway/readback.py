@@ -22,6 +22,7 @@ from typing import Any
 
 SLACK_S = 60.0  # clock skew between the row's creation and the message's timestamp
 MAX_MESSAGES = 500_000  # read at most this many messages in one read-back
+TIMEOUT_S = 10.0  # a round waits at most this long (a broker that is down fails it sooner)
 
 
 class ReadbackError(Exception):
