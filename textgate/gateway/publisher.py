@@ -19,7 +19,9 @@ Guarantees, as tested against a real broker:
   exactly once;
 * a round whose deliveries fail (``delivery_timeout_s`` passed, a fatal producer error)
   releases its rows, drops the producer and backs off (exponential, full jitter, bounded);
-  the next round produces them again with a new producer id.
+  the next round produces them again with a new producer id;
+* rows the broker acked whose ack in the outbox failed (its disk full) stay claimed and are
+  acked before the next claim, so they are neither orphaned nor sent again.
 
 * a row claimed again (the process died after the broker acked it and before the outbox
   recorded it; a delivery timed out locally although the broker wrote it) is first looked
@@ -125,6 +127,7 @@ class Publisher:
         self._rand = rand
         self._producer: Producer | None = None
         self._fatal: str | None = None
+        self._unacked: list[int] = []  # delivered rows whose ack did not commit yet
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
 
@@ -166,6 +169,9 @@ class Publisher:
 
     async def publish_once(self) -> int:
         """One round; returns how many claimed events failed (0: all sent, or none waited)."""
+        if self._unacked:  # delivered, but their ack failed (a full disk): ack them first
+            await self.outbox.ack(self._unacked)
+            self._unacked = []
         rows = await self.outbox.claim(self.kafka.batch_size)
         if not rows:
             await self._pause(self._idle_s)
@@ -177,7 +183,9 @@ class Publisher:
         except Exception:
             await self.outbox.release(r.id for r in rows)  # claimed rows stay sendable
             raise
+        self._unacked = delivered  # kept until an ack commits: claimed rows are never orphaned
         await self.outbox.ack(delivered)
+        self._unacked = []
         sent = set(delivered)
         failed = [r.id for r in rows if r.id not in sent]
         await self.outbox.release(failed)

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from textgate.config import KafkaConfig
 from textgate.gateway.events import Event
 from textgate.gateway.outbox import Outbox
@@ -167,3 +169,39 @@ def test_verify_resends_off_never_reads_back(tmp_path: Path, monkeypatch: Any) -
     kafka = KafkaConfig(bootstrap_servers=("127.0.0.1:9",), verify_resends=False)
     _, sent, asked = _reclaimed(tmp_path, kafka, monkeypatch, lambda w: w)
     assert asked == [] and sorted(sent) == ["e-0", "e-1", "e-2", "e-3"]
+
+
+def test_delivered_rows_whose_ack_failed_are_acked_next_round_not_orphaned(
+    tmp_path: Path,
+) -> None:
+    """A full disk fails the ack of rows the broker has: they stay claimed, so without a
+    retry no later round would claim them and the outbox would never drain (until a
+    restart, which would send them again)."""
+    from textgate.errors import OutboxError
+
+    kafka = KafkaConfig(bootstrap_servers=("127.0.0.1:9",))
+    producer = OkProducer()
+
+    async def scenario() -> tuple[int, int, int]:
+        with Outbox(tmp_path / "o.sqlite3") as outbox:
+            for i in range(2):
+                await outbox.put(_event(i))
+            real_ack, failures = outbox.ack, [1]
+
+            async def ack(ids: Any) -> None:
+                if failures:
+                    failures.pop()
+                    raise OutboxError("has no room left on its disk", path=outbox.path)
+                await real_ack(ids)
+
+            outbox.ack = ack  # type: ignore[method-assign]
+            pub = Publisher(outbox, kafka, producer_factory=lambda _c: producer)
+            with pytest.raises(OutboxError):  # the round fails while the disk is full
+                await pub.publish_once()
+            depth_while_full = outbox.depth()
+            await pub.publish_once()  # the disk has room again
+            return depth_while_full, outbox.depth(), len(producer.keys)
+
+    full, after, sends = asyncio.run(scenario())
+    assert (full, after) == (2, 0)
+    assert sends == 2  # acked, not sent again
