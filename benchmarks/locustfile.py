@@ -79,6 +79,7 @@ if "locust" in sys.modules and MODE == "soak":
     _IDS = itertools.count()
     _PICK = itertools.count()
     _RECORDS: list[tuple[float, float, int, str]] = []  # start, latency ms, status, request id
+    _ERRORS: list[tuple[str, str]] = []  # request id, the exception of a request not answered
     _RATE = float(os.environ.get("TEXTGATE_LOCUST_RATE", "0"))
     _USERS = int(os.environ.get("TEXTGATE_LOCUST_USERS", "1"))
     _PREFIX = os.environ.get("TEXTGATE_LOCUST_ID_PREFIX", "soak-")  # one per run: ids unique
@@ -89,12 +90,16 @@ if "locust" in sys.modules and MODE == "soak":
     ) -> None:
         status = getattr(response, "status_code", 0) or 0
         _RECORDS.append((start_time, response_time, status, context.get("rid", "")))
+        if not status:
+            exc = _.get("exception")
+            _ERRORS.append((context.get("rid", ""), f"{type(exc).__name__}: {exc}"[:300]))
 
     @events.test_stop.add_listener
     def _write(**_: Any) -> None:
         out = os.environ.get("TEXTGATE_LOCUST_LEDGER")
         if out:
             Path(out).write_text(json.dumps(_RECORDS))
+            Path(out).with_suffix(".errors.json").write_text(json.dumps(_ERRORS))
 
     class SoakUser(HttpUser):  # type: ignore[misc]
         wait_time = constant_throughput(_RATE / _USERS) if _RATE > 0 else between(0, 0)

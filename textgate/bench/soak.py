@@ -171,9 +171,12 @@ def violations(
 ) -> tuple[list[str], bool]:
     """What breaks the soak's bounds, and whether the run was long enough to judge drift."""
     found = [f"{k}: {books[k]} events" for k in ("lost", "duplicated", "unexpected") if books[k]]
-    bad = sum(n for r in rows for s, n in r["statuses"].items() if int(s) == 0 or int(s) >= 500)
-    if bad:
-        found.append(f"{bad} requests answered 5xx or not at all")
+    failed = sum(n for r in rows for s, n in r["statuses"].items() if int(s) >= 500)
+    if failed:
+        found.append(f"{failed} requests answered 5xx")
+    unanswered = sum(n for r in rows for s, n in r["statuses"].items() if int(s) == 0)
+    if unanswered:
+        found.append(f"{unanswered} requests not answered (the client's errors: client_errors)")
     after = [r for r in rows if r["start_s"] >= bounds.warmup_s and r["requests"]]
     after = after[:-1] if len(after) > 2 else after  # the last window is cut short by the stop
     if len(after) < 2:
@@ -266,6 +269,7 @@ def soak(plan: Plan, url: str, gateway_pid: int, outbox: Path, work: Path) -> di
     sampler = Sampler(gateway_pid, outbox, interval_s=min(5.0, plan.bounds.window_s / 6)).start()
     t0 = time.time()
     records = locust(plan, url, plan.minutes * 60, rate, users, work / "soak.json")
+    errors = client_errors(work / "soak.json")
     samples = sampler.stop()
     time.sleep(1.0)  # the last answers' events are committed before they are answered
     rows = windows(records, samples, t0, plan.bounds.window_s)
@@ -282,8 +286,16 @@ def soak(plan: Plan, url: str, gateway_pid: int, outbox: Path, work: Path) -> di
         "windows": rows,
         "drift_judged": judged,
         "violations": found,
+        "client_errors": errors[:20],
         "passed": not found,
     }
+
+
+def client_errors(ledger_path: Path) -> list[list[str]]:
+    """[request id, what the client saw] of each request that got no answer (the locustfile
+    writes them beside its ledger)."""
+    path = ledger_path.with_suffix(".errors.json")
+    return list(json.loads(path.read_text())) if path.exists() else []
 
 
 def start_gateway(config: dict[str, Any], work: Path) -> tuple[subprocess.Popen[bytes], str]:
