@@ -28,6 +28,9 @@ class LabelRule:
         )
 
 
+_LANGUAGE = re.compile(r"[a-z]{2,3}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TaskPolicyConfig:
     """Scores -> actions for one task.
@@ -55,9 +58,25 @@ class TaskPolicyConfig:
     unk_note_above: float | None = None
     # threshold kind: the least action for a message read best-effort (MIME not trusted)
     malformed_action: Literal["allow", "review", "quarantine"] = "review"
+    # Languages the site reads (ISO 639-1, e.g. [en, de]); a text detected in another gets at
+    # least language_action (SpamAssassin's ok_languages). Empty: every language is fine.
+    ok_languages: tuple[str, ...] = ()
+    language_action: Literal["review", "quarantine"] = "review"
 
     def __post_init__(self) -> None:
         require(bool(self.task), "task", "must not be empty")
+        for i, code in enumerate(self.ok_languages):
+            require(
+                _LANGUAGE.fullmatch(code) is not None,
+                f"ok_languages[{i}]",
+                f"{code!r} is not a language code",
+                hint="ISO 639-1 codes in lower case, e.g. en, de, zh",
+            )
+        require(
+            self.language_action in ("review", "quarantine"),
+            "language_action",
+            f"'{self.language_action}' is not review or quarantine",
+        )
         require(
             self.malformed_action in ("allow", "review", "quarantine"),
             "malformed_action",

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from textgate import __version__, signals
+from textgate.gateway import languages
 
 NEGATIVE_LABELS = ("ham", "negative", "legit", "not_spam")
 _RULE_CHARS = re.compile(r"[^A-Z0-9_]+")
@@ -227,6 +228,7 @@ def report(mark: Mark) -> str:
         lines.append(f"{mark.points:4.1f} {t:<22} {probs}"[:79])
     for name, weight in mark.symbols:  # weight: log-odds added, not points
         about = signals.SYMBOLS[name].description if name in signals.SYMBOLS else ""
+        about = languages.DESCRIPTION if name == languages.SYMBOL else about
         lines.append(f"{weight:+4.1f} {name:<22} {about}"[:79])
     if mark.spans:
         lines += ["", "Spans that moved the score most (score without the span, by occlusion):"]

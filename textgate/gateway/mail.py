@@ -25,7 +25,7 @@ from prometheus_client import Counter
 from textgate import feedback
 from textgate.config import Config, PolicyConfig
 from textgate.errors import InvalidInput
-from textgate.gateway import explain, headers, logs, review
+from textgate.gateway import explain, headers, languages, logs, review
 from textgate.gateway.http_errors import NotFound, status_of
 from textgate.gateway.service import Context, Runtime
 from textgate.signals import wire
@@ -289,8 +289,16 @@ def mark(
         request_id=result["request_id"],
         tests=headers.tests_of(probs, result["label"], result["action"], spans),
         spans=tuple(spans),
-        symbols=tuple((x["symbol"], float(x["weight"])) for x in result.get("symbols", ())),
+        symbols=_symbols(result),
     )
+
+
+def _symbols(result: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The structure symbols with their weights, and the language policy's when it acted."""
+    fired = tuple((x["symbol"], float(x["weight"])) for x in result.get("symbols", ()))
+    if (result.get("language") or {}).get("unwanted"):
+        fired += ((languages.SYMBOL, 0.0),)
+    return fired
 
 
 def tenant_of_mail(

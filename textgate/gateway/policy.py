@@ -137,6 +137,9 @@ def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:
     such action and keep the model's."""
     if rule.kind != "threshold":
         return verdict
-    if _SEVERITY.get(verdict.action, 0) >= _SEVERITY[rule.malformed_action]:
-        return verdict
-    return dataclasses.replace(verdict, action=rule.malformed_action)
+    return dataclasses.replace(verdict, action=at_least(verdict.action, rule.malformed_action))
+
+
+def at_least(action: str, floor: str) -> str:
+    """The stricter of two actions (allow < review < quarantine)."""
+    return action if _SEVERITY.get(action, 0) >= _SEVERITY[floor] else floor

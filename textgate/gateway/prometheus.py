@@ -78,6 +78,10 @@ class Metrics:
             "textgate_sender_listed", "Messages a tenant's sender list decided", ["task", "list"],
             registry=r,
         )  # fmt: skip
+        self.languages = Counter(
+            "textgate_language_unwanted", "Items in a language their task's policy does not read",
+            ["task", "language"], registry=r,
+        )  # fmt: skip
         self.campaigns = Counter(
             "textgate_campaign_memory", "Items looked up in the campaign memory by result",
             ["task", "result"], registry=r,

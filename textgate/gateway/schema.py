@@ -59,6 +59,12 @@ class ItemResult(BaseModel):
         None,
         description="a tenant's sender list decided the action: {list: allow|block, entry, why}",
     )
+    language: dict[str, Any] | None = Field(
+        None,
+        description="the text's language {code: ISO 639-1 or und, confidence, unwanted}: for "
+        "every raw message, and for texts where the task's policy names ok_languages; "
+        "unwanted: not in ok_languages, the action raised to at least language_action",
+    )
     cached: bool | None = Field(
         None,
         description="true: the model's answer came from the campaign memory (an identical "

@@ -21,7 +21,7 @@ import numpy as np
 
 from textgate.config import Config
 from textgate.errors import InvalidInput, TritonTimeout
-from textgate.gateway import logs, rescore, senders
+from textgate.gateway import languages, logs, rescore, senders
 from textgate.gateway.campaign import Campaigns
 from textgate.gateway.coalesce import Coalescer
 from textgate.gateway.event_sink import EventSink
@@ -151,6 +151,14 @@ class Service:
         for x in listed:
             if x is not None:
                 self.metrics.listed.labels(task, x.list).inc()
+        found = languages.for_items(rule, raw, [item.text for item in items])
+        verdicts = [
+            languages.verdict(rule, v, f, x)
+            for v, f, x in zip(verdicts, found, listed, strict=True)
+        ]
+        for f in found:
+            if f is not None and languages.unwanted(rule, f):
+                self.metrics.languages.labels(task, f.code).inc()
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
         results, events = [], []
@@ -174,7 +182,11 @@ class Service:
                     "unk_ratio": u,
                 }
             )
-            result = self._result(route, item, s, v, rid, ctx) | senders.as_result(listed[i])
+            result = (
+                self._result(route, item, s, v, rid, ctx)
+                | senders.as_result(listed[i])
+                | languages.as_result(rule, found[i])
+            )
             results.append(_with_checks(result, band, u, rule.unk_note_above))
         record = None
         if ctx.client_id and ctx.payload_sha256:
