@@ -73,7 +73,9 @@ def _identifier() -> Any:
 def detect(text: str, min_confidence: float = MIN_CONFIDENCE) -> Language:
     """The language of ``text``'s head, or ``und`` when too little of it is words or the
     model is less sure than ``min_confidence``."""
-    words = _skeleton(_FORMAT.sub("", unicodedata.normalize("NFKC", text[:MAX_CHARS])).split())
+    # NFKC can expand a character eighteenfold (U+FDFA): cut again after it
+    head = unicodedata.normalize("NFKC", text[:MAX_CHARS])[:MAX_CHARS]
+    words = _skeleton(_FORMAT.sub("", head).split())
     sample = _DIGITS.sub(" ", " ".join(w for w in words if not _NOISE.search(w)))
     if sum(ch.isalpha() for ch in sample) < MIN_LETTERS:
         return Language(UND, 0.0)
