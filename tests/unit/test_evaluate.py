@@ -450,3 +450,79 @@ def test_the_cli_refuses_bad_seeds(monkeypatch: pytest.MonkeyPatch, bad: list[st
     with pytest.raises(SystemExit) as info:
         cli.main(["evaluate", "--task", "spam", "--by-source", *bad])
     assert info.value.code == 2 and runs == []
+
+
+def _written(tmp_path: Path, name: str, report: dict, inputs: str = "same") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(report | {"inputs": {"data_hash": inputs, "code": "c"}}))
+    return path
+
+
+def test_the_cli_joins_seed_runs_written_by_earlier_sessions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from textgate import cli
+    from textgate.commands import training
+
+    def no_data(_args: object) -> None:
+        raise AssertionError("--join must not load data or run folds")
+
+    monkeypatch.setattr(training, "load_table", no_data)
+    runs = _three_seeds()
+    one = _written(tmp_path, "s42.json", runs[0])
+    two = tmp_path / "s1-2.json"  # an earlier join is read as its runs
+    two.write_text(json.dumps(evaluate.join_seeds([_written_run(r) for r in runs[1:]])))
+    out = tmp_path / "seeds.json"
+    argv = ["evaluate", "--task", "spam", "--by-source", "--join", str(one), "--join", str(two)]
+    assert cli.main([*argv, "-o", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["seeds"] == [42, 1, 2]
+    assert report["summary"]["m"]["f1_mean"] == pytest.approx(0.8)
+    assert [r["file"] for r in report["runs"]] == [str(one), str(two), str(two)]
+
+
+def _written_run(run: dict) -> dict:
+    return run | {"inputs": {"data_hash": "same", "code": "c"}}
+
+
+def test_join_refuses_runs_of_other_code_options_or_a_repeated_seed(tmp_path: Path) -> None:
+    a, b, c = _three_seeds()
+    first = _written(tmp_path, "a.json", a)
+    other_code = _written(tmp_path, "b.json", b, inputs="else")
+    with pytest.raises(DataError, match="b.json was run on other data or code"):
+        evaluate.load_runs([first, other_code])
+    c["options"]["minutes"] = 9.0
+    with pytest.raises(DataError, match=r"other options \(minutes\)"):
+        evaluate.load_runs([first, _written(tmp_path, "c.json", c)])
+    with pytest.raises(DataError, match="a seed appears twice"):
+        evaluate.load_runs([first, first])
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"folds": []}', "[1, 2]"])
+def test_join_names_a_file_that_is_not_a_report(tmp_path: Path, text: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    with pytest.raises(DataError, match="bad.json") as info:
+        evaluate.load_runs([bad])
+    assert "evaluate --by-source -o" in (info.value.hint or "")
+
+
+def test_a_run_records_the_data_and_code_it_ran_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from textgate import cli
+
+    _captured_runs(monkeypatch)
+    out = tmp_path / "r.json"
+    assert cli.main(["evaluate", "--task", "spam", "--by-source", "-o", str(out)]) == 0
+    inputs = json.loads(out.read_text())["inputs"]
+    assert set(inputs) == {"data_hash", "code"} and len(inputs["code"]) == 64
+
+
+def test_join_and_scores_cannot_be_asked_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textgate import cli
+
+    _captured_runs(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["evaluate", "--task", "spam", "--by-source", "--join", "a", "--scores", "b"])
+    assert info.value.code == 2

@@ -80,6 +80,8 @@ def _add_evaluate(sub: Subparsers) -> None:
             "textgate evaluate --task spam --by-source -o reports/by-source.json",
             "textgate evaluate --task spam --by-source --seeds 42,1,2 -o reports/seeds.json",
             "textgate evaluate --task spam --by-source --models tfidf-lr,naive-bayes",
+            "textgate evaluate --task spam --by-source --join reports/seed42.json "
+            "--join reports/seed1.json -o reports/seeds.json",
             "textgate evaluate --task spam --by-source --hold-out trec07p/ham-list "
             "--models transformer --scores reports/trec.npz",
         ),
@@ -125,8 +127,18 @@ def _add_evaluate(sub: Subparsers) -> None:
         metavar="GROUP",
         help="run only the folds that hold out GROUP (repeatable; e.g. trec07p/ham-list)",
     )
+    runs_or_joins = p.add_mutually_exclusive_group()
+    runs_or_joins.add_argument(
+        "--join",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="REPORT",
+        help="run nothing: join reports of earlier runs that differ only in their seed "
+        "(repeatable; refused unless the data, code and other options are the same)",
+    )
     p.add_argument("-o", "--output", type=Path, help="write the report as JSON (and .md beside)")
-    p.add_argument(
+    runs_or_joins.add_argument(
         "--scores", type=Path, help="write every held-out row's score per fold and model (.npz)"
     )
     p.set_defaults(handler=_run_evaluate)
@@ -151,7 +163,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from textgate import evaluate
     from textgate.train import GENERIC, TASK_DEFAULTS
 
+    if args.join:
+        _write_report(args, evaluate.join_seeds(evaluate.load_runs(args.join)))
+        return 0
     table = load_table(args)
+    inputs = _inputs(table)
     recipe = TASK_DEFAULTS.get(args.task, GENERIC)  # each fold trains as the build does
     options = evaluate.FoldOptions(
         per_group=args.per_group or recipe.per_group or 300,
@@ -175,7 +191,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             scores_out=seed_scores,
             only=tuple(args.hold_out),
         )
-        runs.append(run)
+        runs.append(run | {"inputs": inputs})
         prefix = f"seed{seed}/" if args.seeds else ""  # one file, so seeds must not collide
         scores |= {prefix + key: v for key, v in seed_scores.items()}
     report = evaluate.join_seeds(runs) if args.seeds else runs[0]
@@ -183,13 +199,30 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         args.scores.parent.mkdir(parents=True, exist_ok=True)
         with open(args.scores, "wb") as fh:  # a file object: savez would append ".npz"
             np.savez_compressed(fh, **scores)
+    _write_report(args, report)
+    return 0
+
+
+def _inputs(table: Any) -> dict[str, str]:
+    """What decides a run but its options: the data and the code that trains and scores
+    (``--join`` refuses to mix runs of different ones)."""
+    from textgate import build
+
+    return {
+        "data_hash": table.data_hash(),
+        "code": build.code_hash((*build.TRAIN_CODE, "evaluate")),
+    }
+
+
+def _write_report(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    from textgate import evaluate
+
     table_md = evaluate.markdown(report)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         args.output.with_suffix(".md").write_text(table_md, encoding="utf-8")
     out.print(table_md, highlight=False, markup=False, soft_wrap=True)
-    return 0
 
 
 # --- train ----------------------------------------------------------------------------

@@ -5,12 +5,15 @@ markdown tables with each fold's transformer run under them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from textgate import data, metrics
+from textgate.errors import DataError
 
 THRESHOLDS = {"0.5": 0.5, "review": 0.85, "quarantine": 0.95}
 WORST, WORST_CHARS = 10, 200  # errors kept per kind, fold and model, and their text's head
@@ -160,6 +163,58 @@ def join_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if reports and "only" in reports[0]:
         out["only"] = reports[0]["only"]
     return out
+
+
+def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The seed runs in reports written by ``evaluate --by-source -o`` (one seed or joined),
+    refused unless they are one experiment: the same data and code (``inputs``), the same
+    options but the seed, the same folds and each seed once. A session that has time for one
+    seed's run writes it; a later one joins them, and nothing else can slip in."""
+    runs: list[dict[str, Any]] = []
+    for path in paths:
+        runs += [run | {"file": str(path)} for run in _runs_in(path)]
+    if not runs:
+        raise DataError("no report to join", hint="give --join REPORT.json at least once")
+    first = runs[0]
+    for run in runs[1:]:
+        for key, what in (("inputs", "data or code"), ("only", "held-out groups")):
+            if run.get(key) != first.get(key):
+                raise DataError(
+                    f"{run['file']} was run on other {what} than {first['file']}",
+                    hint="join only runs of the same commit and data; rerun the odd one",
+                )
+        mine, theirs = (_but_seed(r["options"]) for r in (run, first))
+        if mine != theirs:
+            odd = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+            raise DataError(
+                f"{run['file']} was run with other options ({', '.join(odd)}) than {first['file']}",
+                hint="join runs that differ only in --seed",
+            )
+    seeds = [r["options"]["seed"] for r in runs]
+    if len(set(seeds)) != len(seeds):
+        raise DataError(f"a seed appears twice among {', '.join(map(str, paths))}: {seeds}")
+    return runs
+
+
+def _runs_in(path: Path) -> list[dict[str, Any]]:
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(
+            f"{path}: cannot read it as a report ({exc})",
+            hint="give a JSON report written by textgate evaluate --by-source -o",
+        ) from exc
+    runs = report.get("runs", [report]) if isinstance(report, dict) else []
+    if not runs or not all(isinstance(r, dict) and "folds" in r and "options" in r for r in runs):
+        raise DataError(
+            f"{path}: not a leave-one-source-out report",
+            hint="give a JSON report written by textgate evaluate --by-source -o",
+        )
+    return [{k: v for k, v in r.items() if k != "file"} for r in runs]
+
+
+def _but_seed(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k != "seed"}
 
 
 def _over_seeds(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
