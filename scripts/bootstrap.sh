@@ -11,11 +11,12 @@ VENV=.venv
 STAMP="$VENV/.textgate-stamp"
 # Debian packages, installed only when missing. `--runtime` (make demo, make build-*) takes only
 # what building and serving need; the rest are the real parts the test suite starts (a browser,
-# Prometheus, spamc, miltertest, CPython's e-mail corpus): about a minute of apt on a new machine
-# that the demo's first verdict need not wait for.
+# Prometheus, spamc, miltertest, Postfix, CPython's e-mail corpus): about a minute of apt on a
+# new machine that the demo's first verdict need not wait for. Postfix is installed unconfigured
+# (no system mail service starts); the tests run private instances of it (docs/operators.md).
 RUNTIME_PACKAGES=(python3.11 python3.11-venv libpython3.11)
 TEST_PACKAGES=(libpython3.11-testsuite prometheus spamc miltertest spamassassin chromium
-    chromium-driver)
+    chromium-driver postfix)
 DEB_PACKAGES=("${RUNTIME_PACKAGES[@]}")
 case "${1:-}" in
     --runtime) ;;
@@ -31,6 +32,7 @@ if ((${#need_apt[@]})); then
     echo "bootstrap: installing Debian packages: ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
+    echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
