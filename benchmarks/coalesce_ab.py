@@ -19,89 +19,20 @@ only the ratios of one run mean anything.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
-import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from suite_servers import PY, Proc, started  # benchmarks/ is on sys.path when run as a script
 
 from textgate.bench import workload
-from textgate.bench.measurement import Plan, Watch, step, warm_up
-from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target, TritonTarget
+from textgate.bench.ab import Systems, http_target, report_ab, rotate
+from textgate.bench.measurement import Plan, Watch
+from textgate.bench.procs import gateway, started
+from textgate.bench.target import TritonTarget
 from textgate.config import RepositoryConfig, TritonConfig
 from textgate.repository import build
-from textgate.triton import TritonServer, free_port
-
-
-def gateway(
-    name: str, grpc_url: str, tmp: Path, coalesce: bool, inflight: int = 2, src: Path | None = None
-) -> Proc:
-    """``textgate serve`` in front of ``grpc_url``; ``src``: another source tree (baseline)."""
-    port = free_port()
-    cfg = tmp / f"{name}.json"
-    gw: dict[str, Any] = {"log_format": "text", "max_in_flight": 64, "max_queue": 256}
-    if src is None:  # a baseline predating coalescing knows no coalesce keys
-        gw |= {"coalesce": coalesce, "coalesce_max_inflight": inflight}
-    cfg.write_text(json.dumps({"gateway": gw, "events": {"outbox_path": str(tmp / f"{name}.db")}}))
-    args = ["serve", "--triton", grpc_url, "--port", str(port)]
-    cmd = [PY, "-m", "textgate.cli", *args]
-    if src is not None:
-        boot = f"import sys; sys.path.insert(0, {str(src)!r}); from textgate.cli import main; "
-        cmd = [PY, "-c", boot + "sys.exit(main(sys.argv[1:]))", *args]
-    proc = Proc(
-        name, [*cmd, "--config", str(cfg)], f"http://127.0.0.1:{port}/readyz", tmp / f"{name}.log"
-    )
-    proc.url = f"http://127.0.0.1:{port}/v1/classify"  # type: ignore[attr-defined]
-    return proc
-
-
-async def measure(
-    make: Callable[[], Target], texts: Any, plan: Plan, watch: Watch
-) -> dict[str, Any]:
-    target = make()
-    await target.open()
-    try:
-        await warm_up(target, texts, 32)
-        s = await step(target, texts, plan, watch)
-    finally:
-        await target.close()
-    cpu = sum(p.get("cpu_cores", 0.0) for p in (s.get("processes") or {}).values())
-    return {"throughput": s["throughput"], "p95_ms": s["p95_ms"], "errors": s["error_rate"],
-            "cpu_cores": cpu}  # fmt: skip
-
-
-def http_target(proc: Proc, task: str, raw: dict[str, bytes] | None) -> Callable[[], Target]:
-    """A closed-loop client of ``proc``'s classify route: raw mail when ``raw`` is given."""
-    url = f"{proc.url}/{task}"  # type: ignore[attr-defined]
-    if raw:
-        return lambda: HttpMailTarget(url, raw, limit=128, name=proc.name)
-    return lambda: HttpJsonTarget(url, limit=128, name=proc.name)
-
-
-Systems = dict[str, tuple[Callable[[], Target], Watch]]
-
-
-def rotate(
-    systems: Systems, texts: Any, plan: Plan, n_rounds: int
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, float]]]:
-    """Measure every system once a round, the order rotating; (rounds, medians)."""
-    names = list(systems)
-    rounds: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    for r in range(n_rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            make, watch = systems[name]
-            rounds[name].append(asyncio.run(measure(make, texts, plan, watch)))
-            print(f"# round {r + 1} {name}: {rounds[name][-1]}", file=sys.stderr, flush=True)
-    med = {
-        n: {k: statistics.median(x[k] for x in rows) for k in rows[0]} for n, rows in rounds.items()
-    }
-    return rounds, med
+from textgate.triton import TritonServer
 
 
 def main() -> int:
@@ -175,19 +106,6 @@ def main() -> int:
               "rounds": rounds, "median": med, "ratios": ratios}  # fmt: skip
     report_ab(args.out, result)
     return 0
-
-
-def report_ab(out: Path, result: dict[str, Any]) -> None:
-    """Write an A/B run's JSON; print each system's medians and each ratio, a line each."""
-    out.write_text(json.dumps(result, indent=2))
-    for n, m in result["median"].items():
-        per_cpu = f", {m['per_cpu_s']:.1f} texts/CPU-s" if "per_cpu_s" in m else ""
-        print(
-            f"{n}: {m['throughput']:.1f} texts/s, P95 {m['p95_ms']:.0f} ms{per_cpu}, "
-            f"err {m['errors']:.3f}"
-        )
-    for k, v in result["ratios"].items():
-        print(f"{k}: {v:.2f}")
 
 
 if __name__ == "__main__":

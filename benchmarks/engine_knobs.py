@@ -24,17 +24,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from coalesce_ab import (  # benchmarks/ is on sys.path when run as a script
-    Systems,
-    gateway,
-    http_target,
-    report_ab,
-    rotate,
-)
-from suite_servers import started
-
 from textgate.bench import workload
+from textgate.bench.ab import Systems, http_target, report_ab, rotate
 from textgate.bench.measurement import Plan, Watch
+from textgate.bench.procs import gateway, started
 from textgate.bench.target import TritonTarget
 from textgate.config import InstanceGroupConfig, RepositoryConfig, TritonConfig
 from textgate.repository import build

@@ -36,12 +36,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from coalesce_ab import gateway  # benchmarks/ is on sys.path when run as a script
-from suite_servers import Proc, started
-
 from textgate.bench import workload
 from textgate.bench.load import closed_loop
 from textgate.bench.measurement import warm_up
+from textgate.bench.procs import Proc, gateway, started
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target
 from textgate.config import RepositoryConfig, TritonConfig
@@ -138,7 +136,7 @@ def main() -> int:
         triton_cfg = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
         server = stack.enter_context(TritonServer(tmp / "repo", config=triton_cfg))
         names = ["gateway", "baseline"] if args.baseline else ["gateway"]
-        for name in names:  # the outbox file coalesce_ab.gateway configures
+        for name in names:  # the outbox file textgate.bench.procs.gateway configures
             prefill(tmp / f"{name}.db", args.prefill)
         procs = [gateway("gateway", server.grpc_url, tmp, coalesce=True)]
         if args.baseline:

@@ -6,7 +6,7 @@ Every figure is a ratio of two measurements taken in the same run, interleaved (
 measures every system once, the order rotating) and repeated; medians and ranges are
 reported, because this machine is shared and noisy (±20 %). Servers start side by side and
 stay up for the whole run, stopped (SIGSTOP) while another system is measured, because an
-idle server is not always idle (``suite_servers.paused``); the load generator runs in this
+idle server is not always idle (``textgate.bench.procs.paused``); the load generator runs in this
 process.
 
     ceiling   bare ONNX Runtime, same model file and thread count, pre-tokenized texts,
@@ -40,13 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# benchmarks/ is on sys.path when a script here runs
-from suite_report import GOALS, OPEN_SHARE, plot_systems, summarize
-from suite_servers import Proc, paused, running_for, start_gateway, start_naive, start_peer, started
-
 from textgate.bench import ceiling, report, workload
 from textgate.bench.measurement import Watch, step, warm_up
+from textgate.bench.procs import (
+    Proc,
+    paused,
+    running_for,
+    start_gateway,
+    start_naive,
+    start_peer,
+    started,
+)
 from textgate.bench.server import Served, serve
+from textgate.bench.summary import GOALS, OPEN_SHARE, plot_systems, summarize
 from textgate.bench.target import (
     HttpJsonTarget,
     HttpMailTarget,
@@ -57,7 +63,8 @@ from textgate.bench.target import (
 from textgate.config import Config
 from textgate.errors import TextgateError
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent  # the naive and peer servers' scripts sit beside it
+ROOT = HERE.parent
 
 
 @dataclass(frozen=True)
@@ -288,12 +295,14 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
             http["gateway"] = (gateway_url(g[1], manifest["task"]), g[0].proc.pid)
         ckpt = None if args.no_naive else (args.checkpoint or find_checkpoint(bundle))
         if ckpt is not None:
-            n_proc, n_url = start_naive(ckpt, tmp, args.threads)
+            n_proc, n_url = start_naive(HERE / "naive_server.py", ckpt, tmp, args.threads)
             procs.append(n_proc)
             http["naive"] = (n_url, n_proc.proc.pid)
         if not args.no_peer:
             for peer in profile.peers:
-                pp, p_url = start_peer(bundle, variant, tmp, args.threads, peer)
+                pp, p_url = start_peer(
+                    HERE / "peer_litserve.py", bundle, variant, tmp, args.threads, peer
+                )
                 procs.append(pp)
                 http[pp.name] = (p_url, pp.proc.pid)
         for proc in procs:

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from textgate.bench import summary as suite_report
 from textgate.bench.measurement import Watch
 from textgate.bench.target import FakeTarget
 
@@ -14,9 +15,6 @@ BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
-    # the scripts import their siblings (suite_servers, suite_report) as top-level modules
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -26,7 +24,6 @@ def _module(name: str):  # type: ignore[no-untyped-def]
 
 
 suite = _module("suite")
-suite_report = sys.modules["suite_report"]  # the copy suite.py imported (sys.path above)
 
 
 def test_open_at_offers_the_rate_and_counts_queueing() -> None:

@@ -1,7 +1,7 @@
-"""``suite.py``'s summary: ratios beside their goals, padding, memory, variants, the plot.
+"""The bench suite's summary: ratios beside their goals, padding, memory, variants, the plot.
 
-Split from suite.py (which would be ~900 lines with it). Reads the rounds the suite
-measured; measures nothing itself.
+Split from ``benchmarks/suite/suite.py`` (which would be ~900 lines with it). Reads the
+rounds the suite measured; measures nothing itself.
 """
 
 from __future__ import annotations

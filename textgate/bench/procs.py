@@ -1,12 +1,14 @@
-"""The servers ``suite.py`` measures, as subprocesses: start, wait for health, pause, stop.
+"""Servers a benchmark measures, as subprocesses: start, wait for health, pause, stop.
 
-Split from suite.py (which would be ~900 lines with it); ``coalesce_ab.py``,
-``engine_knobs.py`` and ``gateway_cpu.py`` start their servers with the same pieces.
+The suite (``benchmarks/suite/suite.py``) and the studies that put gateways side by side
+(``benchmarks/studies/serving/``) start their servers with these pieces, so no script
+imports another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -16,12 +18,16 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import textgate
 from textgate.bench import report
 from textgate.bench.server import Served
 from textgate.triton import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+# The tree this textgate is imported from (a checkout's root): children run from it, so
+# ``python -m textgate.cli`` there serves this very source, not another installed copy.
+SOURCE = Path(textgate.__file__).resolve().parents[1]
 PY = sys.executable
 
 
@@ -30,9 +36,10 @@ class Proc:
 
     def __init__(self, name: str, cmd: Sequence[str], health: str, log: Path) -> None:
         self.name, self.health, self.log = name, health, log
+        self.url = ""  # where a gateway's classify route is, when it is one
         with open(log, "wb") as fh:
             self.proc = subprocess.Popen(
-                list(cmd), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT
+                list(cmd), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, cwd=SOURCE
             )
 
     def wait(self, timeout_s: float = 240.0) -> bool:
@@ -109,8 +116,11 @@ def running_for(
 
 
 def start_gateway(grpc_url: str, tmp: Path) -> tuple[Proc, str] | None:
+    """``textgate serve`` in front of ``grpc_url``, or None when the gateway's extras are
+    missing (found, not imported: bench sits beside the gateway, never above it)."""
     try:
-        import textgate.gateway.app  # noqa: F401
+        if importlib.util.find_spec("textgate.gateway.app") is None:
+            return None
     except ImportError:
         return None
     port = free_port()
@@ -133,11 +143,12 @@ def start_gateway(grpc_url: str, tmp: Path) -> tuple[Proc, str] | None:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def start_naive(ckpt: Path, tmp: Path, threads: int) -> tuple[Proc, str]:
+def start_naive(script: Path, ckpt: Path, tmp: Path, threads: int) -> tuple[Proc, str]:
+    """The naive baseline server ``script`` (the suite's ``naive_server.py``) on ``ckpt``."""
     port = free_port()
     cmd = [
         PY,
-        str(ROOT / "benchmarks/naive_server.py"),
+        str(script),
         str(ckpt),
         "--port",
         str(port),
@@ -149,13 +160,19 @@ def start_naive(ckpt: Path, tmp: Path, threads: int) -> tuple[Proc, str]:
 
 
 def start_peer(
-    bundle: Path, variant: str, tmp: Path, threads: int, peer: tuple[int, float, int]
+    script: Path,
+    bundle: Path,
+    variant: str,
+    tmp: Path,
+    threads: int,
+    peer: tuple[int, float, int],
 ) -> tuple[Proc, str]:
+    """The batching peer ``script`` (the suite's ``peer_litserve.py``) on ``bundle``."""
     batch, timeout_ms, workers = peer
     port = free_port()
     cmd = [
         PY,
-        str(ROOT / "benchmarks/peer_litserve.py"),
+        str(script),
         str(bundle),
         "--variant",
         variant,
@@ -174,3 +191,25 @@ def start_peer(
     health = f"http://127.0.0.1:{port}/health"
     log = tmp / f"peer-{batch}-{workers}.log"
     return Proc(name, cmd, health, log), f"http://127.0.0.1:{port}/predict"
+
+
+def gateway(
+    name: str, grpc_url: str, tmp: Path, coalesce: bool, inflight: int = 2, src: Path | None = None
+) -> Proc:
+    """``textgate serve`` in front of ``grpc_url``; ``src``: another source tree (baseline)."""
+    port = free_port()
+    cfg = tmp / f"{name}.json"
+    gw: dict[str, Any] = {"log_format": "text", "max_in_flight": 64, "max_queue": 256}
+    if src is None:  # a baseline predating coalescing knows no coalesce keys
+        gw |= {"coalesce": coalesce, "coalesce_max_inflight": inflight}
+    cfg.write_text(json.dumps({"gateway": gw, "events": {"outbox_path": str(tmp / f"{name}.db")}}))
+    args = ["serve", "--triton", grpc_url, "--port", str(port)]
+    cmd = [PY, "-m", "textgate.cli", *args]
+    if src is not None:
+        boot = f"import sys; sys.path.insert(0, {str(src)!r}); from textgate.cli import main; "
+        cmd = [PY, "-c", boot + "sys.exit(main(sys.argv[1:]))", *args]
+    proc = Proc(
+        name, [*cmd, "--config", str(cfg)], f"http://127.0.0.1:{port}/readyz", tmp / f"{name}.log"
+    )
+    proc.url = f"http://127.0.0.1:{port}/v1/classify"
+    return proc
