@@ -11,11 +11,11 @@ from textgate.bench import summary as suite_report
 from textgate.bench.measurement import Watch
 from textgate.bench.target import FakeTarget
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "suite"
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, SUITE / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
