@@ -22,9 +22,10 @@ demo-sentiment: bootstrap-runtime
 test: bootstrap lint
 	$(BIN)/python -m pytest -q
 
+# mypy's files (pyproject.toml) are textgate and benchmarks too
 lint:
-	$(BIN)/ruff check textgate tests
-	$(BIN)/ruff format --check textgate tests
+	$(BIN)/ruff check textgate tests benchmarks
+	$(BIN)/ruff format --check textgate tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textgate.bench import ceiling, report, workload
 from textgate.bench.measurement import Watch, step, warm_up
@@ -283,7 +283,8 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         tmp = Path(tmpdir)
         tritons: dict[str, Served] = {}
         for strategy in strategies:
-            s = dataclasses.replace(settings, shape_strategy=strategy)
+            # the profile's names are RepositoryConfig's own strategies ("bucket", ...)
+            s = dataclasses.replace(settings, shape_strategy=cast(Any, strategy))
             tritons[strategy] = stack.enter_context(serve(bundle, s))
             log(f"triton {strategy} ready: {tritons[strategy].task.variant}")
         variant = tritons[default].task.variant

@@ -44,7 +44,7 @@ def run_training(task: str, work: Path, **options: Any) -> Path:
         saved.append(path)
         return validate(model, *args)
 
-    loop._validate = keep
+    loop._validate = keep  # type: ignore[assignment]  # the hook: same call, weights kept
     try:
         opts = train.TrainOptions(**options, force=True)
         train.train(data.load_task(task), None, work / "ckpt", task=task, options=opts, log=print)

@@ -91,7 +91,8 @@ CANDIDATES: dict[str, tuple[str, Callable[[], Detector]]] = {
 
 def package_mb(dist: str) -> float:
     files = importlib.metadata.distribution(dist).files or []
-    return round(sum(f.locate().stat().st_size for f in files if f.locate().is_file()) / 1e6, 1)
+    paths = [Path(f.locate()) for f in files]
+    return round(sum(p.stat().st_size for p in paths if p.is_file()) / 1e6, 1)
 
 
 def half(item: dict[str, Any]) -> str:

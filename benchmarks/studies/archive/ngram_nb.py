@@ -28,7 +28,11 @@ FEATURES = {
     "sentiment": ngrams.DEFAULT,
     "spam": ngrams.DEFAULT,
 }
-SCHEMES = (("plain", None, False), ("nb binary a1", 1.0, True), ("nb tf-idf a0.1", 0.1, False))
+SCHEMES: tuple[tuple[str, float | None, bool], ...] = (
+    ("plain", None, False),
+    ("nb binary a1", 1.0, True),
+    ("nb tf-idf a0.1", 0.1, False),
+)
 SCHEMES += (("nb tf-idf a1", 1.0, False),)
 CS = (1.0, 3.0, 10.0, 30.0)
 
@@ -61,7 +65,7 @@ def run(task: str) -> dict[str, Any]:
     }
     # label 0 is the negative class of every packaged task (ham, negative)
     y = {name: np.asarray(getattr(s, name).label_ids()) != 0 for name in ("train", *parts)}
-    out = []
+    out: list[dict[str, Any]] = []
     for name, alpha, binary in SCHEMES:
         r = np.ones(x.shape[1]) if alpha is None else ratio(x, y["train"], alpha, binary)
         r[idf == 0] = 0.0

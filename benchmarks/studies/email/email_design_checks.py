@@ -188,7 +188,7 @@ class Scorer:
         z = lexical.scores(texts) if lexical else np.full(len(texts), np.nan)
         rows = []
         for i in range(len(texts)):
-            row = {
+            row: dict[str, Any] = {
                 "transformer": round(float(1 - alone[i, self.ham]), 3),
                 "ngrams": round(float(1 / (1 + np.exp(-z[i]))), 3) if lexical else None,
                 "served": round(float(1 - served[i, self.ham]), 3),

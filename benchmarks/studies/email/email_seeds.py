@@ -55,7 +55,7 @@ def combine(reports: list[dict[str, Any]]) -> dict[str, Any]:
     names = [fold_name(f) for f in reports[0]["folds"]]
     folds: dict[str, Any] = {}
     for name in names:
-        per = {}
+        per: dict[str, dict[str, Any]] = {}
         for model in MODELS:
             rows = [_fold(r, name)["models"][model] for r in reports]
             per[model] = {k: [round(float(x[k]), 4) for x in rows] for k in KEYS}

@@ -194,12 +194,12 @@ def write_train(corpus: Path, counts: dict[str, int], out: Path, seed: int = 1) 
         by_label.setdefault(label, []).append(text)
     rng = random.Random(seed)
     n = 0
-    with out.open("w", encoding="utf-8") as f:
+    with out.open("w", encoding="utf-8") as fh:
         for label, count in counts.items():
             texts = by_label.get(label, [])
             for text in rng.sample(texts, min(count, len(texts))):
                 tag = "spam" if label in POSITIVE else "ham"
-                f.write(json.dumps({"text": text, "label": tag}, ensure_ascii=False) + "\n")
+                fh.write(json.dumps({"text": text, "label": tag}, ensure_ascii=False) + "\n")
                 n += 1
     return n
 
