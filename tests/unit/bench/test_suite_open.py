@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from textgate.bench import summary as suite_report
+from textgate.bench import summary
 from textgate.bench.measurement import Watch
 from textgate.bench.target import FakeTarget
 
@@ -40,14 +40,14 @@ def test_open_at_offers_the_rate_and_counts_queueing() -> None:
 
 def _round(p99: float, rate: float, errors: float = 0.0) -> dict[str, object]:
     opened = {"p99_ms": p99, "offered_rate": rate, "error_rate": errors}
-    return {"gateway": {"best": 1.0, "peak": rate / suite_report.OPEN_SHARE, "open": opened}}
+    return {"gateway": {"best": 1.0, "peak": rate / summary.OPEN_SHARE, "open": opened}}
 
 
 def test_open_line_takes_the_median_of_clean_rounds() -> None:
     rounds = [_round(120.0, 70.0), _round(400.0, 72.0, errors=0.05), _round(140.0, 68.0)]
     lines: dict[str, str] = {}
     ratios: dict[str, object] = {}
-    suite_report.open_line(rounds, lines, ratios)
+    summary.open_line(rounds, lines, ratios)
     got = ratios["gateway_p99_open"]
     assert isinstance(got, dict)
     assert got["median"] == 130.0  # the round with 5 % errors is not a latency
@@ -58,5 +58,5 @@ def test_open_line_takes_the_median_of_clean_rounds() -> None:
 
 def test_open_line_says_when_no_round_was_clean() -> None:
     lines: dict[str, str] = {}
-    suite_report.open_line([_round(900.0, 70.0, errors=0.5)], lines, {})
+    summary.open_line([_round(900.0, 70.0, errors=0.5)], lines, {})
     assert lines["gateway_p99_open"].startswith("no clean open-loop round")
