@@ -22,9 +22,10 @@ demo-sentiment: bootstrap-runtime
 test: bootstrap lint
 	$(BIN)/python -m pytest -q
 
+# mypy's files (pyproject.toml) are textgate and benchmarks too
 lint:
-	$(BIN)/ruff check textgate tests
-	$(BIN)/ruff format --check textgate tests
+	$(BIN)/ruff check textgate tests benchmarks
+	$(BIN)/ruff format --check textgate tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -34,22 +35,22 @@ build-spam: bootstrap-runtime
 build-sentiment: bootstrap-runtime
 	$(BIN)/textgate build sentiment -o $(ARTIFACTS)/sentiment
 
-# Benchmarks (benchmarks/suite.py): ratios within one run, written to benchmarks/results/latest.json.
+# Benchmarks (benchmarks/suite/suite.py): ratios within one run, written to benchmarks/results/latest.json.
 .PHONY: bench bench-quick
 bench: build-spam
-	$(BIN)/python benchmarks/suite.py --bundle $(ARTIFACTS)/spam
-	$(BIN)/python benchmarks/suite.py --bundle $(ARTIFACTS)/spam --workload mail --out benchmarks/results/latest_mail.json
-	$(BIN)/python benchmarks/gateway_workers.py --bundle $(ARTIFACTS)/spam --out benchmarks/results/gateway_workers.json
+	$(BIN)/python benchmarks/suite/suite.py --bundle $(ARTIFACTS)/spam
+	$(BIN)/python benchmarks/suite/suite.py --bundle $(ARTIFACTS)/spam --workload mail --out benchmarks/results/latest_mail.json
+	$(BIN)/python benchmarks/suite/gateway_workers.py --bundle $(ARTIFACTS)/spam --out benchmarks/results/gateway_workers.json
 
 bench-quick: build-spam
-	$(BIN)/python benchmarks/suite.py --quick --bundle $(ARTIFACTS)/spam
+	$(BIN)/python benchmarks/suite/suite.py --quick --bundle $(ARTIFACTS)/spam
 
 # Fault runs (tests/integration/test_faults.py) three times each; CI runs them once.
 .PHONY: faults soak
 faults: bootstrap
 	TEXTGATE_FAULT_ROUNDS=3 $(BIN)/python -m pytest -q -s tests/integration/test_faults.py
 
-# 20 minutes at 70 % of measured capacity (benchmarks/soak.py); CI runs a one-minute version.
+# 20 minutes at 70 % of measured capacity (benchmarks/suite/soak.py); CI runs a one-minute version.
 SOAK_MINUTES ?= 20
 soak: bootstrap build-spam
-	$(BIN)/python benchmarks/soak.py --bundle $(ARTIFACTS)/spam --minutes $(SOAK_MINUTES)
+	$(BIN)/python benchmarks/suite/soak.py --bundle $(ARTIFACTS)/spam --minutes $(SOAK_MINUTES)

@@ -3,9 +3,8 @@
 A model reads ``max_length`` tokens. By default that is the head of the text (the
 tokenizer's own truncation). A task with ``tail_tokens`` > 0 keeps the head and the last
 ``tail_tokens`` tokens instead, so a review's closing verdict ("总之不推荐", "would not buy
-again") reaches the encoder: on the Chinese reviews' validation split, the 19 % longer than
-the window scored 0.842 head-only and 0.857 trained and served with the last 64 of 128
-tokens (docs/sentiment-zh.md, "Long reviews").
+again") reaches the encoder. What that is worth, and the command that measured it:
+docs/sentiment-zh.md, "Long reviews: the head and the tail".
 
 Training, export and Triton's tokenize step call these functions; Triton's copy is this very
 file, placed beside ``model.py`` (standard library only), so a bundle is served on the tokens

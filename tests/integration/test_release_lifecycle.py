@@ -28,7 +28,7 @@ GRPC_KEY = "triton-grpc-protocol-textgate-admin-key"  # Triton's gRPC name for t
 
 def _bench() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "lifecycle_switch", ROOT / "benchmarks" / "lifecycle_switch.py"
+        "lifecycle_switch", ROOT / "benchmarks" / "studies" / "lifecycle" / "lifecycle_switch.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

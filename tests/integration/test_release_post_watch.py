@@ -26,7 +26,8 @@ TRITON_KEY = "k" * 32
 
 def _bench() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "lifecycle_switch_post", ROOT / "benchmarks" / "lifecycle_switch.py"
+        "lifecycle_switch_post",
+        ROOT / "benchmarks" / "studies" / "lifecycle" / "lifecycle_switch.py",
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -40,7 +40,7 @@ def _mail(out: Path) -> Path:
 
 def test_a_short_soak_loses_nothing_and_reports(embedded_repo: Path, tmp_path: Path) -> None:
     plan = soak.Plan(
-        locustfile=ROOT / "benchmarks" / "locustfile.py",
+        locustfile=ROOT / "benchmarks" / "suite" / "locustfile.py",
         mail_dir=_mail(tmp_path / "mail"),
         tasks=("spam", "sentiment"),
         minutes=1.0,

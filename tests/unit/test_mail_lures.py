@@ -8,7 +8,7 @@ from textgate.mail import model_text
 from textgate.mail.synthetic import lures, modern
 from textgate.normalize import NormalizeSettings
 
-DESIGN_CHECKS = Path(__file__).parents[2] / "benchmarks" / "design_checks"
+DESIGN_CHECKS = Path(__file__).parents[2] / "benchmarks" / "studies" / "email" / "design_checks"
 
 
 # seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py

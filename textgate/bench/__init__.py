@@ -8,4 +8,8 @@ padding.py    padded ÷ real tokens for each shape strategy
 ceiling.py    bare ONNX Runtime on pre-tokenized, length-sorted batches: the upper bound
 server.py     build a repository from a bundle and run tritonserver on it for a measurement
 tune.py       a small sweep of batching settings that writes a repository config file
+procs.py      servers as subprocesses (gateway, naive, peer): start, wait, pause, stop
+ab.py         side-by-side rounds of several systems, the order rotating; their report
+summary.py    the bench suite's ratios beside their goals, and its plot
+soak.py       the soak: open loop at a share of capacity for minutes, a ledger of events
 """

@@ -1,7 +1,7 @@
 """The soak run (``make soak``; docs/benchmarks.md): hours of traffic squeezed into minutes.
 
 A real tritonserver and a real gateway process (``textgate serve``), Locust driving the load
-(``benchmarks/locustfile.py`` in its soak mode: texts for every task, raw mail, the hostile
+(``benchmarks/suite/locustfile.py`` in its soak mode: texts for every task, raw mail, the hostile
 corpus). First the capacity is measured (closed loop), then the soak runs open loop at a
 share of it (``load``, 0.7) for ``minutes``. Every ``sample_s`` the gateway's process tree
 is read from /proc (RSS, open files, threads) with the outbox's size; every request's start,

@@ -35,8 +35,9 @@ class ReleaseConfig:
     agreement_min: float = 0.995  # compare gate: argmax agreement candidate vs serving
     f1_tolerance: float = 0.01  # compare gate: candidate F1 >= serving F1 - tolerance
     min_compare_texts: int = 50  # fewer texts than this: the gate fails (no evidence)
-    # compare shares Triton with live traffic: at 70 % load an unpaced compare pushed P99 from
-    # ~200 ms to ~960 ms on 2 cores. 0 = unpaced (an idle server, an offline repository).
+    # compare shares Triton with live traffic: unpaced, it multiplied live P99 at 70 % load
+    # (docs/lifecycle.md, "Zero failed requests under load"). 0 = unpaced (an idle server,
+    # an offline repository).
     compare_texts_per_s: float = 20.0
     canary_key: Literal["tenant", "sender", "request_id"] = "request_id"
     shadow_log_max: int = 10_000  # shadowed texts kept for compare (the log then rotates)

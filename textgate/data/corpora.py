@@ -14,7 +14,8 @@ from textgate.errors import DataError
 
 # VADER ratings are means of ~10 raters on a -4..+4 scale. Sentences whose mean lies within
 # this margin of zero are ones the raters did not agree had a polarity; labelling them by
-# sign would teach noise, so they are dropped (about 17 % of the 23k sentences).
+# sign would teach noise, so they are dropped (how many: docs/data.md, "VADER sentiment
+# labels").
 VADER_MARGIN = 0.5
 VADER_SETS = {
     "movie": "movieReviewSnippets_GroundTruth.txt",

@@ -23,8 +23,8 @@ from textgate.encoders.registry import Base, find_base
 from textgate.errors import TrainError
 
 BASE_INFO = "textgate-base.json"
-# measured 0.99988-0.99994 on these texts (docs/encoders.md); a layout or tokenizer slip
-# falls far below
+# just under what a faithful conversion measures on these texts (docs/encoders.md); a
+# layout or tokenizer slip falls far below
 COSINE_BOUND = 0.999
 CHECK_TEXTS = (
     "Hello, world!",

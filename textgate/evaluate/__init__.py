@@ -1,11 +1,12 @@
 """Leave-one-source-out evaluation: the honest estimate of quality on mail from elsewhere.
 
 An in-corpus test split shares mailboxes, senders and templates with training, so it flatters
-every model (≈ 0.98-0.999 here). Each fold instead holds out whole source groups — an Enron
-mailbox, a spam feed, TREC's list mail, a honeypot year — trains on the rest and scores only
-the held-out groups. For the packaged corpus a fold pairs one ham group with one spam or phish
-group, so each fold has both classes and an F1; elsewhere every group is its own fold and
-one-label groups report recall (spam) or the false-positive rate (ham).
+every model (docs/email-model.md has both kinds of estimate). Each fold instead holds out whole
+source groups — an Enron mailbox, a spam feed, TREC's list mail, a honeypot year — trains on
+the rest and scores only the held-out groups. For the packaged corpus a fold pairs one ham
+group with one spam or phish group, so each fold has both classes and an F1; elsewhere every
+group is its own fold and one-label groups report recall (spam) or the false-positive rate
+(ham).
 
     table (texts, labels, groups) ─ folds ─┬─ transformer (fine-tune, short budget per fold)
                                            ├─ n-grams: the hashed TF-IDF + LR the bundle serves

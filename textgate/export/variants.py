@@ -99,7 +99,8 @@ def build_fp16(src: Path, dst: Path) -> None:
 
 
 def build_int8(src: Path, dst: Path) -> None:
-    """``quantize.INT8``, chosen against the other recipes by ``benchmarks/int8_recipes.py``."""
+    """``quantize.INT8``, chosen against the other recipes by
+    ``benchmarks/studies/export/int8_recipes.py``."""
     quantize.quantize(src, dst, quantize.INT8)
 
 

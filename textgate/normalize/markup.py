@@ -25,10 +25,10 @@ class _Open:
 
 class _TextParser(HTMLParser):
     """Streaming HTML → the text a browser shows. ``HTMLParser`` is a regex-driven loop with
-    no recursion and no tree, so 100k nested tags cost time linear in their length.
-    Measured against selectolax (Lexbor): 8x slower on ordinary mail (80 ms per MB), but
-    Lexbor's tree took 85 s on 100k nested ``<div><b>`` where this takes 0.8 s — and it is
-    stdlib.
+    no recursion and no tree, so 100k nested tags cost time linear in their length. Chosen
+    over selectolax (Lexbor), which is faster on ordinary mail but whose tree is not linear
+    on hostile nesting (docs/email-model.md, "One normalization", has the measurement) —
+    and it is stdlib.
 
     Hidden text (``textgate.normalize.style``) needs to know which element a piece of text
     is in, so the parser keeps the stack of open elements, with the part of HTML5's tree

@@ -74,7 +74,8 @@ class NormalizeNotes:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: tuples become lists (of dicts, for the charset fallbacks). What
-        ``asdict`` gives, without its deep copy of every field (~25 µs a request)."""
+        ``asdict`` gives, without its deep copy of every field (a cost on every request:
+        docs/benchmarks.md, "The gateway's CPU per request")."""
         out: dict[str, Any] = {}
         for name in _NOTE_FIELDS:
             value = getattr(self, name)

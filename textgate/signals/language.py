@@ -3,8 +3,8 @@
 py3langid (BSD-3-Clause): langid.py's naive Bayes over byte n-grams, 97 languages (80 kept,
 see ``RARELY_MAILED``), its model shipped inside the package (0.7 MB), no network. It was
 chosen against pycld2, langdetect and lingua on short mail texts labelled by reading
-(``benchmarks/languages.py``; the numbers are in docs/mail.md). Pinned at 0.2.2: later
-releases declare numpy >= 2, which Triton's client package does not allow.
+(``benchmarks/studies/archive/languages.py``; the numbers are in docs/mail.md). Pinned at
+0.2.2: later releases declare numpy >= 2, which Triton's client package does not allow.
 
 Spam hides its words from filters: mathematical letters (𝐅𝐫𝐞𝐞), Cyrillic look-alikes inside
 Latin words (Vеrіfy), zero-width characters between letters. The model reads a skeleton:

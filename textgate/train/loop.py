@@ -142,8 +142,8 @@ def schedule(total_steps: int, warmup: float, deadline: Deadline) -> Callable[[i
     comes first.
 
     A budget that stops a run part-way used to stop it before the rate had decayed (the
-    sentiment default of 2 epochs cannot finish in its 14 minutes here: 0.871); decaying by
-    the clock as well ends every run annealed. Where the budget binds, the steps taken
+    runs are in docs/data.md, "The English sentiment model"); decaying by the clock as well
+    ends every run annealed. Where the budget binds, the steps taken
     depend on the machine's speed, as the stopping point already did.
     """
     warm = max(1, int(total_steps * warmup))

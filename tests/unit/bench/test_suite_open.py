@@ -7,17 +7,15 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from textgate.bench import summary
 from textgate.bench.measurement import Watch
 from textgate.bench.target import FakeTarget
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "suite"
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
-    # the scripts import their siblings (suite_servers, suite_report) as top-level modules
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.append(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, SUITE / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -26,7 +24,6 @@ def _module(name: str):  # type: ignore[no-untyped-def]
 
 
 suite = _module("suite")
-suite_report = sys.modules["suite_report"]  # the copy suite.py imported (sys.path above)
 
 
 def test_open_at_offers_the_rate_and_counts_queueing() -> None:
@@ -43,14 +40,14 @@ def test_open_at_offers_the_rate_and_counts_queueing() -> None:
 
 def _round(p99: float, rate: float, errors: float = 0.0) -> dict[str, object]:
     opened = {"p99_ms": p99, "offered_rate": rate, "error_rate": errors}
-    return {"gateway": {"best": 1.0, "peak": rate / suite_report.OPEN_SHARE, "open": opened}}
+    return {"gateway": {"best": 1.0, "peak": rate / summary.OPEN_SHARE, "open": opened}}
 
 
 def test_open_line_takes_the_median_of_clean_rounds() -> None:
     rounds = [_round(120.0, 70.0), _round(400.0, 72.0, errors=0.05), _round(140.0, 68.0)]
     lines: dict[str, str] = {}
     ratios: dict[str, object] = {}
-    suite_report.open_line(rounds, lines, ratios)
+    summary.open_line(rounds, lines, ratios)
     got = ratios["gateway_p99_open"]
     assert isinstance(got, dict)
     assert got["median"] == 130.0  # the round with 5 % errors is not a latency
@@ -61,5 +58,5 @@ def test_open_line_takes_the_median_of_clean_rounds() -> None:
 
 def test_open_line_says_when_no_round_was_clean() -> None:
     lines: dict[str, str] = {}
-    suite_report.open_line([_round(900.0, 70.0, errors=0.5)], lines, {})
+    summary.open_line([_round(900.0, 70.0, errors=0.5)], lines, {})
     assert lines["gateway_p99_open"].startswith("no clean open-loop round")

@@ -1,8 +1,8 @@
 """Technical and discussion mailing-list mail, generated: the ham that TREC's spam imitates.
 
-Held out, TREC 2007's list mail was the transformer's worst ham fold after the newsletters:
-12.8 % of it scored as spam, and 17 of the 20 worst false positives were ordinary technical
-list posts (docs/email-model.md, "What the two TREC folds get wrong"). TREC's spam is padded
+Held out, TREC 2007's list mail was the transformer's worst ham fold after the newsletters,
+and most of its worst false positives were ordinary technical list posts (docs/email-model.md,
+"What the two TREC folds get wrong", has the numbers). TREC's spam is padded
 with list text to dodge filters, and with the list fold held out the only technical prose a
 model sees is in spam. This module writes the genre: questions with a command and its error,
 replies that quote them, patches, commit notices, release announcements, and posts to

@@ -11,7 +11,7 @@ This module writes the other side of that line: the same genres as a phisher wri
 a look-alike or unrelated domain behind the link, a deadline, a threat, a request for a
 password or a payment — so that what separates the two is what a person would look at.
 
-The brands it imitates are deliberately none of those in ``benchmarks/design_checks``
+The brands it imitates are deliberately none of those in ``benchmarks/studies/email/design_checks``
 (no DHL, Netflix, Microsoft, DocuSign, IRS or Coinbase), so those hand-written messages test
 the genre, not a memorised sender; they were read when these lures were written, so they are
 design checks, not a blind test. Half are HTML with the links behind words, as
