@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-import servers
-from gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway
 
+from tests.helpers import servers
+from tests.helpers.gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]

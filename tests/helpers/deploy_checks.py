@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 PROMETHEUS = DEPLOY / "prometheus"
 RULE_FILES = (PROMETHEUS / "recording.yaml", PROMETHEUS / "alerts.yaml")
@@ -340,7 +340,8 @@ def prometheus_rule() -> str:
     head = (
         "# deploy/prometheus/{recording,alerts}.yaml for the Prometheus Operator. Generated (a\n"
         "# test fails when it differs from them):\n"
-        "#   python tests/deploy_checks.py prometheusrule > deploy/kubernetes/prometheusrule.yaml\n"
+        "#   python tests/helpers/deploy_checks.py prometheusrule"
+        " > deploy/kubernetes/prometheusrule.yaml\n"
     )
 
     class Dumper(yaml.SafeDumper):
