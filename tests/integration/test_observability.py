@@ -35,6 +35,8 @@ RATE_WINDOW = "20s"  # what Grafana's $__rate_interval becomes here (1 s scrapes
 def triton(
     tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServer]:
+    """A tritonserver of this module's own, on purpose: the strict tenant re-scores on
+    ``spam_fp32`` beside an int8 default, a repository the session's ``triton_server`` lacks."""
     repo = two_variant_repo(tiny_bundles, tmp_path_factory.mktemp("obs"))
     with servers.triton(repo) as server:
         yield server
