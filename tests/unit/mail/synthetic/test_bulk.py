@@ -7,7 +7,7 @@ from textgate.mail.synthetic import bulk
 from textgate.normalize import NormalizeSettings
 
 
-# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+# seeded, counted, real RFC 822, training only: tests/unit/mail/synthetic/test_registry.py
 def test_generated_bulk_mail_is_unsubscribable_ham_with_its_footer() -> None:
     for item in bulk.items(70):
         assert item.label == "ham"

@@ -9,7 +9,7 @@ from textgate.normalize import NormalizeSettings
 
 
 # seeded, counted, real RFC 822, training only, left out by --exclude-source:
-# tests/unit/test_mail_synthetic.py
+# tests/unit/mail/synthetic/test_registry.py
 def test_generated_list_mail_carries_list_headers_and_stays_distinct_when_normalized() -> None:
     texts = set()
     for item in lists.items(80):

@@ -8,10 +8,10 @@ from textgate.mail import model_text
 from textgate.mail.synthetic import lures, modern
 from textgate.normalize import NormalizeSettings
 
-DESIGN_CHECKS = Path(__file__).parents[2] / "benchmarks" / "design_checks"
+DESIGN_CHECKS = Path(__file__).parents[4] / "benchmarks" / "design_checks"
 
 
-# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+# seeded, counted, real RFC 822, training only: tests/unit/mail/synthetic/test_registry.py
 def test_generated_lures_are_phish_that_reaches_the_model() -> None:
     for item in lures.items(70):
         assert item.label == "phish"

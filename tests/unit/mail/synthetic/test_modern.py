@@ -7,7 +7,7 @@ from textgate.mail.synthetic import modern
 from textgate.normalize import NormalizeSettings
 
 
-# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+# seeded, counted, real RFC 822, training only: tests/unit/mail/synthetic/test_registry.py
 def test_generated_mail_reaches_the_model() -> None:
     for item in modern.items(40):
         assert item.label == "ham"

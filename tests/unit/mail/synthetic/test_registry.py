@@ -1,5 +1,5 @@
 """The contract every generator of ``textgate.mail.synthetic.REGISTRY`` keeps; what one
-generator writes is tested in its own file (test_mail_modern.py, ...)."""
+generator writes is tested in its own file (test_modern.py, ...)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_generator_is_seeded_counted_and_writes_real_rfc822(generator: Generator
 @pytest.mark.parametrize("generator", REGISTRY, ids=lambda g: g.name)
 def test_generated_mail_is_training_data_only(generator: Generator) -> None:
     # data.split keeps every group with this prefix out of validation and test
-    # (tests/unit/test_data.py::test_generated_groups_only_ever_train)
+    # (tests/unit/data/test_data.py::test_generated_groups_only_ever_train)
     assert generator.name.startswith("synthetic-")
     assert generator.name.startswith(data.table.TRAIN_ONLY_PREFIX)
     assert generator.source in EMAIL_SOURCES
