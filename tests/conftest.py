@@ -11,4 +11,4 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 # Tiny random checkpoints and their exported bundles, built lazily once per session.
-from fixtures_models import tiny_bundle, tiny_checkpoint  # noqa: F401
+from tests.helpers.fixtures_models import tiny_bundle, tiny_checkpoint  # noqa: F401

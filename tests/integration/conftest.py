@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures_models import bert_checkpoint as tiny_checkpoint
-from servers import triton
-from triton_settings import repo_settings
 
+from tests.helpers.fixtures_models import bert_checkpoint as tiny_checkpoint
+from tests.helpers.servers import triton
+from tests.helpers.triton_settings import repo_settings
 from textgate.repository import build
 from textgate.triton import TritonServer
 

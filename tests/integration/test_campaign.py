@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_fixtures import run_gateway
 
+from tests.helpers.gateway_fixtures import run_gateway
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.timeout(300)]

@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from gateway_fixtures import RunningGateway, run_gateway
-from kafka_fixtures import TansuBroker, running_tansu
-from servers import debian_tool
 
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway
+from tests.helpers.kafka_fixtures import TansuBroker, running_tansu
+from tests.helpers.servers import debian_tool
 from textgate.triton import TritonServer, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.kafka]

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fixtures_models import bert_checkpoint as tiny_checkpoint
-from triton_settings import repo_settings, server_config
 
+from tests.helpers.fixtures_models import bert_checkpoint as tiny_checkpoint
+from tests.helpers.triton_settings import repo_settings, server_config
 from textgate import bundle, cli, evaluate, mail, ngrams
 from textgate.config import Config
 from textgate.errors import ConfigError
@@ -287,9 +287,8 @@ def test_the_gateway_sends_symbols_and_explains_them_through_http_and_spamc(
     the combined one), the answer lists them with their weights, and spamc SYMBOLS names them."""
     import subprocess
 
-    from gateway_fixtures import run_gateway
-    from servers import debian_tool
-
+    from tests.helpers.gateway_fixtures import run_gateway
+    from tests.helpers.servers import debian_tool
     from textgate.triton import free_port
 
     spam, server = calibrated

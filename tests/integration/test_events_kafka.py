@@ -16,9 +16,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
 from prometheus_client import CollectorRegistry
 
+from tests.helpers.kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
 from textgate import cli
 from textgate.config import KafkaConfig
 from textgate.gateway.events import EVENT_SCHEMA, Event

@@ -2,7 +2,7 @@
 
 Checkpoint -> ONNX -> parity (child process) -> variants -> manifest -> verify, with real
 torch, transformers, onnx and ONNX Runtime, offline. Bundles are built once per session
-(``tiny_bundle`` in tests/fixtures_models.py); tests that damage a bundle copy it first.
+(``tiny_bundle`` in tests/helpers/fixtures_models.py); tests that damage a bundle copy it first.
 """
 
 from __future__ import annotations
@@ -284,9 +284,9 @@ def test_a_head_and_tail_checkpoint_exports_with_parity_on_its_window(tmp_path: 
     """textgate.window through the whole export: the tokenizer.json leaves the cut to the
     window, parity compares PyTorch and ONNX on the same head + tail ids, and the bundle's
     tokenizer alone reads a long text's last words."""
-    from fixtures_models import bert_checkpoint
     from transformers import AutoTokenizer
 
+    from tests.helpers.fixtures_models import bert_checkpoint
     from textgate import window
     from textgate.export import inference
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 import yaml
-from kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
-from load_fixtures import (
+
+from tests.helpers.kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
+from tests.helpers.load_fixtures import (
     TOPIC,
     Gateway,
     OpenLoop,
@@ -36,8 +37,7 @@ from load_fixtures import (
     ledger,
     start_gateway,
 )
-from servers import start_triton, stop_process
-
+from tests.helpers.servers import start_triton, stop_process
 from textgate.triton import TritonServer, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.kafka, pytest.mark.timeout(300)]

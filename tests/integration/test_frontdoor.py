@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from gateway_fixtures import RunningGateway, run_gateway
+
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway
 
 DEADLINE_S = 1.0
 SLACK = 4.0  # a connection must be closed within SLACK x its deadline

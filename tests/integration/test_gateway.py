@@ -18,10 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
-import servers
 import yaml
-from gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway, two_variant_repo
 
+from tests.helpers import servers
+from tests.helpers.gateway_fixtures import (
+    RunningGateway,
+    httpx_kwargs,
+    run_gateway,
+    two_variant_repo,
+)
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]

@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from servers import serve_cli
 
+from tests.helpers.servers import serve_cli
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.timeout(300)]
 
-HERE = Path(__file__).resolve().parent
+# run as a script by path: importing it would patch the outbox of this process
+KILLER = Path(__file__).resolve().parents[1] / "helpers" / "kill_after_commit.py"
 N = 10
 
 
@@ -79,7 +80,7 @@ def test_killed_between_commit_and_responses(triton_server: TritonServer, tmp_pa
     db = tmp_path / "events.sqlite3"
     args = ["serve", "--config", str(path), "--triton", triton_server.grpc_url, "--port", "0"]
     env = {**os.environ, "COLUMNS": "200", "KILL_AFTER_PUTS": "4"}
-    killer = [sys.executable, str(HERE / "kill_after_commit.py"), *args]
+    killer = [sys.executable, str(KILLER), *args]
     with serve_cli(killer, env) as (proc, url):
         first = {i: _post(url, i) for i in range(2)}  # answered one by one, then the rest
         with concurrent.futures.ThreadPoolExecutor(N) as pool:

@@ -21,9 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-import servers
-from gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway
 
+from tests.helpers.gateway_fixtures import RunningGateway, httpx_kwargs, run_gateway
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]
@@ -51,15 +50,11 @@ def _cases() -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def triton(embedded_repo: Path) -> Iterator[TritonServer]:
-    with servers.triton(embedded_repo) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def gateway(
-    triton: TritonServer, tmp_path_factory: pytest.TempPathFactory
+    triton_server: TritonServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningGateway]:
+    """A gateway of its own (its parse budget and queue) on the session's tritonserver: the
+    hostile corpus needs no other Triton settings, so it starts no second server."""
     tmp = tmp_path_factory.mktemp("hostile")
     config = {
         "gateway": {"parse_workers": 2, "parse_budget_s": 1.0, "max_queue": 256},
@@ -67,7 +62,7 @@ def gateway(
         "events": {"outbox_path": str(tmp / "events.sqlite3")},
         "client": {"timeout_s": 10.0},
     }
-    with run_gateway(config, [triton.grpc_url]) as gw:
+    with run_gateway(config, [triton_server.grpc_url]) as gw:
         gw.outbox_path = tmp / "events.sqlite3"  # type: ignore[attr-defined]
         yield gw
 

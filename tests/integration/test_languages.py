@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_fixtures import run_gateway
-from servers import debian_tool
 
+from tests.helpers.gateway_fixtures import run_gateway
+from tests.helpers.servers import debian_tool
 from textgate.triton import TritonServer, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.timeout(300)]

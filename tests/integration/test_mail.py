@@ -19,10 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gateway_fixtures import RunningGateway, run_gateway
-from mailtools import run_miltertest, script
-from servers import debian_tool
 
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway
+from tests.helpers.mailtools import run_miltertest, script
+from tests.helpers.servers import debian_tool
 from textgate import feedback
 from textgate.triton import TritonServer, free_port
 

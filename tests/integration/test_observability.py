@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-import servers
-from deploy_checks import DASHBOARDS, concrete, dashboard_queries
-from gateway_fixtures import RunningGateway, run_gateway, two_variant_repo
-from servers import RunningPrometheus, run_prometheus
 
+from tests.helpers import servers
+from tests.helpers.deploy_checks import DASHBOARDS, concrete, dashboard_queries
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway, two_variant_repo
+from tests.helpers.servers import RunningPrometheus, run_prometheus
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]
@@ -35,6 +35,8 @@ RATE_WINDOW = "20s"  # what Grafana's $__rate_interval becomes here (1 s scrapes
 def triton(
     tiny_bundles: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServer]:
+    """A tritonserver of this module's own, on purpose: the strict tenant re-scores on
+    ``spam_fp32`` beside an int8 default, a repository the session's ``triton_server`` lacks."""
     repo = two_variant_repo(tiny_bundles, tmp_path_factory.mktemp("obs"))
     with servers.triton(repo) as server:
         yield server
@@ -141,7 +143,7 @@ def test_compose_health_checks_ask_endpoints_the_real_services_serve(
     """deploy/compose.yaml's health checks, sent to the real gateway, Triton and Prometheus
     (only the ports differ here): each answers 200 when ready. Grafana and Kafka's images
     cannot run on this machine; their checks are the images' documented ones."""
-    from deploy_checks import COMPOSE, compose_model, health_url
+    from tests.helpers.deploy_checks import COMPOSE, compose_model, health_url
 
     services: dict[str, Any] = compose_model(COMPOSE)["services"]  # type: ignore[assignment]
     base = {
@@ -158,7 +160,7 @@ def test_compose_health_checks_ask_endpoints_the_real_services_serve(
 def test_kubernetes_probes_ask_endpoints_the_real_services_serve(
     gateway: RunningGateway, triton: TritonServer
 ) -> None:
-    from deploy_checks import KUBERNETES, manifests
+    from tests.helpers.deploy_checks import KUBERNETES, manifests
 
     base = {"textgate-gateway": gateway.url, "textgate-triton": f"http://{triton.http_url}"}
     checked = 0

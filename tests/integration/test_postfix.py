@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 import yaml
-from gateway_fixtures import run_gateway
-from postfix_fixtures import Postfix, installed, run_postfix
 
+from tests.helpers.gateway_fixtures import run_gateway
+from tests.helpers.postfix import Postfix, installed, run_postfix
 from textgate.triton import TritonServer, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import httpx
-from deploy_checks import PROMETHEUS
-from servers import prometheus
+
+from tests.helpers.deploy_checks import PROMETHEUS
+from tests.helpers.servers import prometheus
 
 
 def test_the_shipped_config_loads_and_evaluates_every_rule(tmp_path: Path) -> None:

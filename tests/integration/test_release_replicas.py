@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_fixtures import run_gateway
-from servers import start_triton
 
+from tests.helpers.gateway_fixtures import run_gateway
+from tests.helpers.servers import start_triton
 from textgate import release
 from textgate.triton import TritonServer
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from gateway_fixtures import run_gateway
 from onnx import numpy_helper
-from servers import triton
 
+from tests.helpers.gateway_fixtures import run_gateway
+from tests.helpers.servers import triton
 from textgate import bundle
 from textgate.config import RepositoryConfig
 from textgate.repository import build

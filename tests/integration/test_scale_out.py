@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-from kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
-from load_fixtures import TOPIC, OpenLoop, capacity, gateway_process
-from servers import start_triton
 
+from tests.helpers.kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
+from tests.helpers.load_fixtures import TOPIC, OpenLoop, capacity, gateway_process
+from tests.helpers.servers import start_triton
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.kafka]

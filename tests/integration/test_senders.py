@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_fixtures import run_gateway
 
+from tests.helpers.gateway_fixtures import run_gateway
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.timeout(300)]
@@ -65,8 +65,7 @@ def test_the_milter_picks_the_tenant_by_envelope_recipient(
 ) -> None:
     """miltertest's transaction is addressed to rcpt@example.net: with no AUTH user, the
     tenant owning example.net decides (it quarantines everything); unowned, the default."""
-    from mailtools import run_miltertest
-
+    from tests.helpers.mailtools import run_miltertest
     from textgate.triton import free_port
 
     strict = [{"name": "netco", "domains": ["example.net"],

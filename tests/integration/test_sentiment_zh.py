@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from triton_settings import server_config
 
+from tests.helpers.triton_settings import server_config
 from textgate import bundle, data, ngrams
 from textgate.errors import SourceError
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fixtures_models import zh_bert_checkpoint
-from gateway_fixtures import RunningGateway, run_gateway, two_variant_bundle
-from triton_settings import server_config
 
+from tests.helpers.fixtures_models import zh_bert_checkpoint
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway, two_variant_bundle
+from tests.helpers.triton_settings import server_config
 from textgate.config import RepositoryConfig
 from textgate.repository import build
 from textgate.triton import TritonServer

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from triton_settings import MAX_BATCH
 
+from tests.helpers.triton_settings import MAX_BATCH
 from textgate.config import RepositoryConfig, TritonConfig
 from textgate.errors import ModelLoadError, TritonStartError
 from textgate.repository import build

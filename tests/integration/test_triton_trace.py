@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from gateway_fixtures import run_gateway
-from triton_settings import server_config
 
+from tests.helpers.gateway_fixtures import run_gateway
+from tests.helpers.triton_settings import server_config
 from textgate.triton import TritonServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton, pytest.mark.timeout(300)]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_models import make_checkpoint
 
+from tests.helpers.fixtures_models import make_checkpoint
 from textgate import build, data
 from textgate.errors import BundleError
 

@@ -70,7 +70,7 @@ def tritons() -> Iterator[list[FakeTriton]]:
 
 
 def placeholder_bundle(out: Path) -> Path:
-    """Enough for the repository builder, never for inference (tests/unit/test_release.py)."""
+    """Enough for the repository builder, never for inference (tests/unit/release/)."""
     out.mkdir(parents=True)
     (out / "model.onnx").write_bytes(b"x")
     (out / "tokenizer.json").write_text("{}", encoding="utf-8")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fixtures_models import minilm_tokenizer_dir
 
+from tests.helpers.fixtures_models import minilm_tokenizer_dir
 from textgate import window
 
 

@@ -6,7 +6,7 @@
 
 Each ``Operation`` names its parameters once (``Param``): the CLI makes its flags from them,
 the admin API its request body (with the bounds), the remote CLI the body it sends. A new
-operation is one row here; ``tests/unit/test_release_ops.py`` fails when a surface lacks one.
+operation is one row here; ``tests/unit/release/test_ops.py`` fails when a surface lacks one.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from fixtures_models import minilm_tokenizer_dir
-
+from tests.helpers.fixtures_models import minilm_tokenizer_dir
 from textgate import window
 from textgate.bench import ceiling
 

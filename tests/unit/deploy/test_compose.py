@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_checks import COMPOSE, COMPOSE_GPU, DEPLOY, compose, compose_model, health_url
 
+from tests.helpers.deploy_checks import (
+    COMPOSE,
+    COMPOSE_GPU,
+    DEPLOY,
+    compose,
+    compose_model,
+    health_url,
+)
 from textgate.config import Config
 
 

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from deploy_checks import DOCKERFILES, hadolint
+
+from tests.helpers.deploy_checks import DOCKERFILES, hadolint
 
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)

@@ -9,7 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from deploy_checks import DASHBOARDS, GRAFANA, check_promql, dashboard_queries
+
+from tests.helpers.deploy_checks import DASHBOARDS, GRAFANA, check_promql, dashboard_queries
 
 pytest.importorskip("grafana_foundation_sdk", reason="dev extra: grafana-foundation-sdk")
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_checks import KUBERNETES, manifests, prometheus_rule, validate_manifest
 
+from tests.helpers.deploy_checks import KUBERNETES, manifests, prometheus_rule, validate_manifest
 from textgate.config import Config
 
 FILES = sorted(p for p in KUBERNETES.glob("*.yaml") if p.name != "kustomization.yaml")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from deploy_checks import PROMETHEUS, RULE_FILES, check_rules, promtool
+
+from tests.helpers.deploy_checks import PROMETHEUS, RULE_FILES, check_rules, promtool
 
 TESTS = sorted((PROMETHEUS / "tests").glob("*.yaml"))
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from zhtexts import reviews
 
+from tests.helpers.zhtexts import reviews
 from textgate import cli
 from textgate.errors import ExportError, VocabularyError
 from textgate.export import coverage
@@ -30,8 +30,9 @@ def _multilingual(texts: list[str]) -> object:
 
 
 def _minilm() -> object:
-    from fixtures_models import minilm_tokenizer_dir
     from tokenizers import Tokenizer
+
+    from tests.helpers.fixtures_models import minilm_tokenizer_dir
 
     return Tokenizer.from_file(str(minilm_tokenizer_dir() / "tokenizer.json"))
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mailtools import FakeScanner, Loop, run_miltertest, script, split_message
 
+from tests.helpers.mailtools import FakeScanner, Loop, run_miltertest, script, split_message
 from textgate.gateway import headers, milter
 
 DATA = Path(__file__).parents[2] / "data" / "email"

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from slow_parse import MARKER, exit_at_once, normalize_or_hang
 
+from tests.helpers.slow_parse import MARKER, exit_at_once, normalize_or_hang
 from textgate.errors import EmptyText, ParseWorkerError, PayloadTooLarge
 from textgate.gateway.pool import ParsePool, _Worker
 from textgate.normalize import NormalizeSettings, normalize_email

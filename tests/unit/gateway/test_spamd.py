@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mailtools import FakeScanner, Loop
 
+from tests.helpers.mailtools import FakeScanner, Loop
 from textgate.config import MailConfig
 from textgate.errors import ConfigError
 from textgate.gateway import headers, milter, spamd

@@ -6,8 +6,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from fixtures_models import minilm_tokenizer_dir, zh_tokenizer
 
+from tests.helpers.fixtures_models import minilm_tokenizer_dir, zh_tokenizer
 from textgate.config import Config
 from textgate.gateway import unk
 

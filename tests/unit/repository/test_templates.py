@@ -127,9 +127,9 @@ def test_text_encoder_reads_the_window_training_read(
     """Triton's tokenize step cuts a long text as ``textgate.window.hf_ids`` does in training."""
     import shutil
 
-    from fixtures_models import minilm_tokenizer_dir
     from transformers import AutoTokenizer
 
+    from tests.helpers.fixtures_models import minilm_tokenizer_dir
     from textgate import window
 
     version = tmp_path / "1"

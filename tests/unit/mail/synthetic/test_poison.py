@@ -8,7 +8,7 @@ from textgate.normalize import NormalizeSettings
 _PITCH_WORDS = ("day target:", "full version", "per dose", "% fixed", "replicas from")
 
 
-# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
+# seeded, counted, real RFC 822, training only: tests/unit/mail/synthetic/test_registry.py
 def test_the_pitch_is_inside_the_window_the_model_reads_and_padding_surrounds_it() -> None:
     texts = [model_text(i.raw, NormalizeSettings()) for i in poison.items(poison.COUNT)]
     for text in texts:

@@ -7,13 +7,12 @@ from textgate.mail.synthetic import bulk
 from textgate.normalize import NormalizeSettings
 
 
-# seeded, counted, real RFC 822, training only: tests/unit/test_mail_synthetic.py
-def test_generated_bulk_mail_is_unsubscribable_ham_with_its_footer() -> None:
+# seeded, counted, real RFC 822, training only: tests/unit/mail/synthetic/test_registry.py
+# that it reaches the model: test_registry.py::test_generated_mail_reaches_the_model
+def test_generated_bulk_mail_is_unsubscribable_with_its_footer() -> None:
     for item in bulk.items(70):
-        assert item.label == "ham"
         assert message_from_bytes(item.raw)["List-Unsubscribe"]
         text = model_text(item.raw, NormalizeSettings())
-        assert len(text.split()) >= 20, text  # a body reaches the model, HTML or plain
         assert "all rights reserved" in text.lower()  # the footer survives the tail window
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 import yaml
-from servers import stop_process, wait_http_ready
 
+from tests.helpers.servers import stop_process, wait_http_ready
 from textgate.triton import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

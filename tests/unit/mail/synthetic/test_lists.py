@@ -9,15 +9,13 @@ from textgate.normalize import NormalizeSettings
 
 
 # seeded, counted, real RFC 822, training only, left out by --exclude-source:
-# tests/unit/test_mail_synthetic.py
+# tests/unit/mail/synthetic/test_registry.py
+# that it reaches the model: test_registry.py::test_generated_mail_reaches_the_model
 def test_generated_list_mail_carries_list_headers_and_stays_distinct_when_normalized() -> None:
     texts = set()
     for item in lists.items(80):
-        assert item.label == "ham"
         assert message_from_bytes(item.raw)["List-Id"]
-        text = model_text(item.raw, NormalizeSettings())
-        assert len(text.split()) >= 15, text  # a body reaches the model
-        texts.add(text)
+        texts.add(model_text(item.raw, NormalizeSettings()))
     assert len(texts) == 80  # distinct after normalization too, so dedup keeps them all
 
 

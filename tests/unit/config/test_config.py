@@ -75,7 +75,7 @@ def test_from_file_and_example_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("repository:\n  max_batch_size: 8\n", encoding="utf-8")
     assert Config.from_file(path).repository.max_batch_size == 8
-    example = Path(__file__).resolve().parents[2] / "deploy" / "textgate.example.yaml"
+    example = Path(__file__).resolve().parents[3] / "deploy" / "textgate.example.yaml"
     assert Config.from_file(example) == Config()  # the example documents the defaults
 
 

@@ -12,7 +12,7 @@ import pytest
 from textgate import data, mail
 from textgate.errors import DataError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "email"
+FIXTURES = Path(__file__).resolve().parents[2] / "data" / "email"
 SPAM = b"From: a@b.example\r\nSubject: win a prize\r\n\r\nclaim your free prize now\r\n"
 HAM = b"From: c@d.example\r\nSubject: lunch\r\n\r\nsee you at noon for the budget review\r\n"
 

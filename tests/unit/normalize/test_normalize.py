@@ -29,7 +29,7 @@ from textgate.normalize import (
 )
 from textgate.normalize.fallback import best_effort
 
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "email"
+FIXTURES = Path(__file__).resolve().parents[2] / "data" / "email"
 CPYTHON_DATA = Path(sysconfig.get_path("stdlib")) / "test" / "test_email" / "data"
 DEFAULT = NormalizeSettings()
 

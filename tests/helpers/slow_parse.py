@@ -1,5 +1,5 @@
 """A parse target for the worker-pool tests: hangs on a marker, like an undiscovered
-pathological input would (importable by spawned workers: ``tests`` is on sys.path)."""
+pathological input would (spawned workers import it by name: the repository root is on sys.path)."""
 
 from __future__ import annotations
 

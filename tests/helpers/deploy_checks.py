@@ -5,12 +5,13 @@ tool rejects it; a missing tool fails with the command that installs it (no skip
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 PROMETHEUS = DEPLOY / "prometheus"
 RULE_FILES = (PROMETHEUS / "recording.yaml", PROMETHEUS / "alerts.yaml")
@@ -143,152 +144,23 @@ def hadolint(path: Path) -> str:
 
 KUBERNETES = DEPLOY / "kubernetes"
 KUBERNETES_VERSION = "1.31.0"
-_REF = {"type": "string", "minLength": 1}
-_META = {
-    "type": "object",
-    "required": ["name"],
-    "properties": {"name": _REF, "labels": {"type": "object"}, "annotations": {"type": "object"}},
-    "additionalProperties": False,
-}
-# CRDs are not in kubernetes-validate's schemas. These are the parts of the upstream CRD
-# schemas (prometheus-operator monitoring.coreos.com/v1 ServiceMonitor, KServe
-# serving.kserve.io/v1beta1 InferenceService) that deploy/kubernetes uses, closed to unknown
-# keys so a misspelt field fails as it would on apply.
-CRD_SCHEMAS: dict[str, dict[str, object]] = {
-    "monitoring.coreos.com/v1/ServiceMonitor": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": _REF,
-            "kind": _REF,
-            "metadata": _META,
-            "spec": {
-                "type": "object",
-                "required": ["selector", "endpoints"],
-                "additionalProperties": False,
-                "properties": {
-                    "selector": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {"matchLabels": {"type": "object"}},
-                    },
-                    "namespaceSelector": {"type": "object"},
-                    "jobLabel": _REF,
-                    "endpoints": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "port": _REF,
-                                "targetPort": {},
-                                "path": _REF,
-                                "scheme": _REF,
-                                "interval": {"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
-                                "scrapeTimeout": {"type": "string"},
-                                "honorLabels": {"type": "boolean"},
-                            },
-                        },
-                    },
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-    "monitoring.coreos.com/v1/PrometheusRule": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": _REF,
-            "kind": _REF,
-            "metadata": _META,
-            "spec": {
-                "type": "object",
-                "required": ["groups"],
-                "additionalProperties": False,
-                "properties": {
-                    "groups": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["name", "rules"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "name": _REF,
-                                "interval": {"type": "string"},
-                                "rules": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "required": ["expr"],
-                                        "additionalProperties": False,
-                                        "properties": {
-                                            "record": _REF,
-                                            "alert": _REF,
-                                            "expr": _REF,
-                                            "for": {"type": "string"},
-                                            "labels": {"type": "object"},
-                                            "annotations": {"type": "object"},
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    }
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-    "serving.kserve.io/v1beta1/InferenceService": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": _REF,
-            "kind": _REF,
-            "metadata": _META,
-            "spec": {
-                "type": "object",
-                "required": ["predictor"],
-                "additionalProperties": False,
-                "properties": {
-                    "predictor": {
-                        "type": "object",
-                        "required": ["model"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "minReplicas": {"type": "integer", "minimum": 0},
-                            "maxReplicas": {"type": "integer", "minimum": 1},
-                            "serviceAccountName": _REF,
-                            "model": {
-                                "type": "object",
-                                "additionalProperties": False,
-                                "required": ["modelFormat", "storageUri"],
-                                "properties": {
-                                    "modelFormat": {
-                                        "type": "object",
-                                        "required": ["name"],
-                                        "additionalProperties": False,
-                                        "properties": {"name": _REF, "version": _REF},
-                                    },
-                                    "runtime": _REF,
-                                    "storageUri": _REF,
-                                    "protocolVersion": {"enum": ["v1", "v2", "grpc-v1", "grpc-v2"]},
-                                    "args": {"type": "array", "items": {"type": "string"}},
-                                    "env": {"type": "array"},
-                                    "ports": {"type": "array"},
-                                    "resources": {"type": "object"},
-                                },
-                            },
-                        },
-                    },
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-}
+# CRDs are not in kubernetes-validate's schemas: tests/data/crds holds, one file per CRD, the
+# parts of the upstream schemas (prometheus-operator's ServiceMonitor and PrometheusRule,
+# KServe's InferenceService) that deploy/kubernetes uses, closed to unknown keys so that a
+# misspelt field fails as it would on apply.
+CRDS = ROOT / "tests" / "data" / "crds"
+
+
+@functools.cache
+def crd_schemas() -> dict[str, dict[str, object]]:
+    """The JSON Schema in each tests/data/crds/*.yaml, by "apiVersion/kind"."""
+    import yaml
+
+    out: dict[str, dict[str, object]] = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+        out[f"{crd['apiVersion']}/{crd['kind']}"] = crd["schema"]
+    return out
 
 
 def manifests(path: Path) -> list[dict[str, object]]:
@@ -303,15 +175,15 @@ def manifests(path: Path) -> list[dict[str, object]]:
 
 
 def validate_manifest(path: Path, doc: dict[str, object]) -> None:
-    """Kubernetes schemas (strict: unknown fields fail) or the CRD subset above; the error
-    names the file, the object and the field."""
+    """Kubernetes schemas (strict: unknown fields fail) or the CRD subset in tests/data/crds;
+    the error names the file, the object and the field."""
     import jsonschema
     import kubernetes_validate
 
     kind = str(doc.get("kind"))
     name = (doc.get("metadata") or {}).get("name", "?")  # type: ignore[union-attr]
     where = f"{path}: {kind}/{name}"
-    crd = CRD_SCHEMAS.get(f"{doc.get('apiVersion')}/{kind}")
+    crd = crd_schemas().get(f"{doc.get('apiVersion')}/{kind}")
     try:
         if crd is not None:
             jsonschema.validate(doc, crd)
@@ -340,7 +212,8 @@ def prometheus_rule() -> str:
     head = (
         "# deploy/prometheus/{recording,alerts}.yaml for the Prometheus Operator. Generated (a\n"
         "# test fails when it differs from them):\n"
-        "#   python tests/deploy_checks.py prometheusrule > deploy/kubernetes/prometheusrule.yaml\n"
+        "#   python tests/helpers/deploy_checks.py prometheusrule"
+        " > deploy/kubernetes/prometheusrule.yaml\n"
     )
 
     class Dumper(yaml.SafeDumper):

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 import yaml
-from deploy_checks import RULE_FILES
-from triton_settings import server_config
 
+from tests.helpers.deploy_checks import RULE_FILES
+from tests.helpers.triton_settings import server_config
 from textgate.triton import TritonServer, free_port
 
 # --- any server process --------------------------------------------------------------------
