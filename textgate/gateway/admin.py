@@ -32,13 +32,14 @@ from pydantic import BaseModel, Field, create_model
 from textgate import release
 from textgate.errors import (
     BundleError,
+    Conflict,
     InvalidInput,
     PayloadTooLarge,
     ReleaseError,
     TextgateError,
+    Unauthorized,
 )
 from textgate.gateway import logs
-from textgate.gateway.http_errors import Conflict, Unauthorized
 from textgate.gateway.lifecycle import Gateway, gateway_of
 from textgate.gateway.release_hook import ReleaseHook
 from textgate.gateway.schema import ERRORS, ErrorResponse

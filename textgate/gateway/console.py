@@ -33,9 +33,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from textgate import feedback
-from textgate.errors import InvalidInput, PayloadTooLarge
+from textgate.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+)
 from textgate.gateway import logs, panel
-from textgate.gateway.http_errors import Conflict, Forbidden, NotFound, Unauthorized
 from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import (

@@ -14,9 +14,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from textgate.errors import InvalidInput, TextgateError
+from textgate.errors import GatewayError, InvalidInput, TextgateError
 from textgate.gateway import logs
-from textgate.gateway.http_errors import GatewayError, error_body, retry_after, status_of
+from textgate.gateway.http_errors import error_body, retry_after, status_of
 from textgate.gateway.lifecycle import gateway_of
 
 

@@ -1,12 +1,9 @@
-"""One table: exception class -> HTTP status, and the gateway's HTTP-level exceptions.
+"""HTTP's one table: an error's ``kind`` (``textgate.errors.Kind``) -> HTTP status; and the
+JSON body every error answer carries.
 
-The most specific class in an exception's MRO wins, so a subclass added later (e.g. a new
-input error) is mapped by its parent until it gets its own row. Anything outside the tree
-is a bug in textgate and the only thing that may become a 500.
-
-What an input error is (too large, unsupported content type, invalid) is said once, in
-``textgate.errors``; the classes here are the ones only HTTP has: an unknown task in the
-path, a missing key or token, a conflict with the state, another tenant's message.
+What an error is, and every class of it, is said once, in ``textgate.errors``; spamd and
+the milter map the same kinds in tables of their own. Anything outside the tree is a bug in
+textgate and the only thing that may become a 500.
 """
 
 from __future__ import annotations
@@ -14,73 +11,27 @@ from __future__ import annotations
 from typing import Any
 
 from textgate import errors
+from textgate.errors import Kind
 
-
-class GatewayError(errors.InputError):
-    """An HTTP-level problem the client caused; ``field`` names the offending input."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str | None = None,
-        reason: str = "invalid",
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(message, reason=reason, hint=hint)
-        self.field = field
-
-
-class UnknownTask(GatewayError):
-    """The path names a task that no Triton endpoint serves."""
-
-
-class Unauthorized(GatewayError):
-    """A missing or wrong API key or admin token."""
-
-
-class Conflict(GatewayError):
-    """A request the current state does not allow (releases off, a contradicting decision)."""
-
-
-class Forbidden(GatewayError):
-    """A known caller asks for something that is not its own (another tenant's mail) (403)."""
-
-
-class NotFound(GatewayError):
-    """A request names something the gateway does not have (an expired request id) (404)."""
-
-
-STATUS: dict[type[BaseException], int] = {
-    UnknownTask: 404,
-    NotFound: 404,
-    Unauthorized: 401,
-    Forbidden: 403,
-    Conflict: 409,
-    errors.PayloadTooLarge: 413,
-    errors.UnsupportedContentType: 415,
-    errors.InputError: 422,  # InvalidInput, EmptyText, MalformedMessage, MessageTooComplex
-    errors.Overloaded: 429,
-    errors.OutboxFull: 503,  # events cannot be made durable: refuse rather than lose them
-    errors.OutboxError: 503,
-    errors.FeedbackError: 503,
-    errors.ParseWorkerError: 503,  # the e-mail parse pool could not start a worker
-    errors.TritonUnavailable: 503,
-    errors.TritonTimeout: 504,
-    errors.TritonError: 502,
-    errors.ConfigError: 422,  # a rejected reload: the old config stays
-    errors.DataError: 422,
-    errors.ReleaseError: 409,  # an operation the release state does not allow now
-    errors.BundleError: 422,  # the bundle an admin named is bad: a 4xx naming it
-    errors.TextgateError: 500,
+STATUS: dict[Kind, int] = {
+    Kind.INVALID: 422,  # input, a rejected reload (the old config stays), a bad bundle
+    Kind.TOO_LARGE: 413,
+    Kind.UNSUPPORTED: 415,
+    Kind.NOT_FOUND: 404,
+    Kind.UNAUTHENTICATED: 401,
+    Kind.FORBIDDEN: 403,
+    Kind.CONFLICT: 409,  # also a release operation the release state does not allow now
+    Kind.OVERLOADED: 429,
+    Kind.UNAVAILABLE: 503,  # e.g. events cannot be made durable: refuse rather than lose them
+    Kind.TIMEOUT: 504,
+    Kind.UPSTREAM: 502,
+    Kind.INTERNAL: 500,
+    Kind.BUG: 500,
 }
 
 
 def status_of(exc: BaseException) -> int:
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 500
+    return STATUS[errors.kind_of(exc)]
 
 
 # What a client sees of an exception outside the tree (a bug): no text of ours or theirs.

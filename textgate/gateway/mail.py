@@ -24,9 +24,8 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config, PolicyConfig
-from textgate.errors import InvalidInput
+from textgate.errors import InvalidInput, NotFound
 from textgate.gateway import explain, headers, languages, logs, review
-from textgate.gateway.http_errors import NotFound, status_of
 from textgate.gateway.service import Context, Runtime
 from textgate.signals import wire
 
@@ -123,7 +122,7 @@ class Mail:
         except Exception as exc:
             # The counter has a tenant label since the tenant metrics: the old three-label
             # call raised, so every spamd scan under a tenant-labelled counter failed.
-            gw.metrics.failed(task, rt.router.public(), ctx.tenant, status_of(exc))
+            gw.metrics.failed_with(task, rt.router.public(), ctx.tenant, exc)
             raise
         finally:
             logs.request_id_var.reset(token)

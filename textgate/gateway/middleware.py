@@ -15,10 +15,10 @@ from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
+from textgate.errors import GatewayError
 from textgate.gateway import admin, console, logs
 from textgate.gateway.error_handlers import error_response
 from textgate.gateway.fastpath import ClassifyFastPath
-from textgate.gateway.http_errors import GatewayError
 from textgate.gateway.lifecycle import Gateway
 
 

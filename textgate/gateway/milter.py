@@ -36,9 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from textgate.errors import TextgateError
+from textgate.errors import Kind, TextgateError
 from textgate.gateway import headers, logs
-from textgate.gateway.http_errors import status_of
 from textgate.gateway.listener import Listener
 from textgate.gateway.spamd import Scanner
 
@@ -48,6 +47,12 @@ SMFIF_ADDHDRS, SMFIF_CHGHDRS, SMFIF_QUARANTINE = 0x01, 0x10, 0x20
 REPLIES = ("accept", "headers", "quarantine", "reject", "discard", "tempfail")
 _NO_REPLY = {b"D", b"A", b"Q", b"K"}
 IDLE_FACTOR = 10  # read_timeout_s x this between packets (300 s by default)
+# The milter's one table, read with ``mail.milter_error``: the kinds of error that answer
+# with that reply (the MTA defers or keeps the message). Every other kind says the message
+# cannot be read as mail: it passes with an X-Textgate-Error header.
+CANNOT_SCAN = frozenset(
+    {Kind.OVERLOADED, Kind.UNAVAILABLE, Kind.TIMEOUT, Kind.UPSTREAM, Kind.INTERNAL, Kind.BUG}
+)
 
 
 def replies(mail_config: Any) -> dict[str, str]:
@@ -267,7 +272,7 @@ class Session:
                 self.message.raw(), self.user, explain=False, recipients=self.message.recipients
             )
         except TextgateError as exc:
-            if status_of(exc) >= 500 or status_of(exc) == 429:
+            if exc.kind in CANNOT_SCAN:
                 s.count("eom", "error")
                 logs.event("milter: cannot scan", error=exc.message)
                 return answer(s.replies["error"], None)

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from textgate.config import PolicyConfig, TaskPolicyConfig, TenantConfig
-from textgate.errors import InvalidInput
-from textgate.gateway.http_errors import Unauthorized
+from textgate.errors import InvalidInput, Unauthorized
 
 API_KEY_HEADER = "X-API-Key"
 

@@ -23,6 +23,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from textgate.errors import Kind, kind_of
+
 STAGES = ("normalize", "queue", "triton", "policy", "total")
 # Chosen for the SLO (docs/deploy.md: 99 % of requests within 500 ms): fine steps where the
 # objective and the usual P50..P99 lie, nothing below 5 ms (no stage is that precise) and
@@ -30,6 +32,13 @@ STAGES = ("normalize", "queue", "triton", "policy", "total")
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
 UNKNOWN_TASK = "unknown"
 NO_TENANT = "none"
+# The requests counter's ``status`` label speaks HTTP's numbers for every front end (the
+# dashboards and alert rules read them): a spamd or milter scan that failed counts here under
+# the status an HTTP client would have seen. The metrics' own table, by kind.
+STATUS_LABEL: dict[Kind, int] = {Kind.INVALID: 422, Kind.TOO_LARGE: 413, Kind.UNSUPPORTED: 415}
+STATUS_LABEL |= {Kind.NOT_FOUND: 404, Kind.UNAUTHENTICATED: 401, Kind.FORBIDDEN: 403}
+STATUS_LABEL |= {Kind.CONFLICT: 409, Kind.OVERLOADED: 429, Kind.UNAVAILABLE: 503}
+STATUS_LABEL |= {Kind.TIMEOUT: 504, Kind.UPSTREAM: 502, Kind.INTERNAL: 500, Kind.BUG: 500}
 
 
 class Metrics:
@@ -131,6 +140,12 @@ class Metrics:
         self.requests.labels(
             task_label(task, known), tenant or NO_TENANT, "none", str(status)
         ).inc()
+
+    def failed_with(
+        self, task: str, known: Collection[str], tenant: str | None, exc: BaseException
+    ) -> None:
+        """A request of a front end without statuses of its own (spamd, milter) failed."""
+        self.failed(task, known, tenant, STATUS_LABEL[kind_of(exc)])
 
     def observe_stages(self, timings_ms: Mapping[str, float], task: str = UNKNOWN_TASK) -> None:
         for stage in STAGES:

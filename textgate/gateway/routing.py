@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from textgate import names
-from textgate.errors import TritonUnavailable
-from textgate.gateway.http_errors import UnknownTask
+from textgate.errors import TritonUnavailable, UnknownTask
 from textgate.triton_client import TritonClient
 
 

@@ -29,8 +29,7 @@ from pathlib import Path
 
 from fastapi import Request
 
-from textgate.errors import ReviewStoreError
-from textgate.gateway.http_errors import Forbidden, Unauthorized
+from textgate.errors import Forbidden, ReviewStoreError, Unauthorized
 from textgate.store import SQLiteStore
 
 COOKIE = "textgate_console"

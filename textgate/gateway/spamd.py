@@ -29,9 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from textgate.errors import TextgateError
+from textgate.errors import Kind, TextgateError, kind_of
 from textgate.gateway import headers, logs
-from textgate.gateway.http_errors import status_of
 from textgate.gateway.listener import Listener
 
 if TYPE_CHECKING:
@@ -157,18 +156,26 @@ def _address(peer: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     return addr
 
 
+CODES: dict[Kind, int] = {  # spamd's one table: an error's kind -> the code spamc sees
+    Kind.TOO_LARGE: EX_TOOBIG,
+    Kind.UNAUTHENTICATED: EX_NOPERM,
+    Kind.OVERLOADED: EX_TEMPFAIL,  # the MTA retries later
+    Kind.UNAVAILABLE: EX_TEMPFAIL,
+    Kind.TIMEOUT: EX_TEMPFAIL,
+    Kind.INVALID: EX_DATAERR,
+    Kind.UNSUPPORTED: EX_DATAERR,
+    Kind.NOT_FOUND: EX_DATAERR,
+    Kind.FORBIDDEN: EX_DATAERR,
+    Kind.CONFLICT: EX_DATAERR,
+    Kind.UPSTREAM: EX_UNAVAILABLE,
+    Kind.INTERNAL: EX_UNAVAILABLE,
+    Kind.BUG: EX_SOFTWARE,
+}
+
+
 def code_of(exc: BaseException) -> int:
-    """A gateway error as a spamd code, through the one HTTP status table."""
-    status = status_of(exc)
-    if status == 413:
-        return EX_TOOBIG
-    if status == 401:
-        return EX_NOPERM
-    if status in (429, 503, 504):
-        return EX_TEMPFAIL
-    if status < 500:
-        return EX_DATAERR
-    return EX_UNAVAILABLE if isinstance(exc, TextgateError) else EX_SOFTWARE
+    """An error as a spamd code."""
+    return CODES[kind_of(exc)]
 
 
 def answer(code: int, message: str | None = None, hdrs: dict[str, str] | None = None) -> bytes:

@@ -19,8 +19,8 @@ from textgate.gateway import http_errors
         (errors.ReleaseError("no candidate"), 409),
         (errors.GateFailed("gate failed"), 409),
         (errors.BundleError("no manifest"), 422),
-        (http_errors.UnknownTask("nope"), 404),
-        (http_errors.Unauthorized("who"), 401),
+        (errors.UnknownTask("nope"), 404),
+        (errors.Unauthorized("who"), 401),
         (errors.ConfigError("gateway.port", "bad"), 422),
         (ValueError("a bug"), 500),
     ],
@@ -55,3 +55,14 @@ def test_retry_after_and_body() -> None:
 def test_a_bundle_error_names_the_bundle_field() -> None:
     body = http_errors.error_body(errors.BundleError("no manifest.json", hint="rebuild"), "r1")
     assert body["error"]["field"] == "bundle" and body["error"]["hint"] == "rebuild"
+
+
+def test_every_front_end_maps_every_kind() -> None:
+    from textgate.gateway import milter, prometheus, spamd
+
+    for table in (http_errors.STATUS, spamd.CODES, prometheus.STATUS_LABEL):
+        assert set(table) == set(errors.Kind)
+    assert set(errors.Kind) >= milter.CANNOT_SCAN
+    assert spamd.code_of(errors.PayloadTooLarge("big", reason="x", limit=1)) == spamd.EX_TOOBIG
+    assert spamd.code_of(ValueError("a bug")) == spamd.EX_SOFTWARE
+    assert spamd.code_of(errors.TextgateError("ours")) == spamd.EX_UNAVAILABLE

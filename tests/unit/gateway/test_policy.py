@@ -5,9 +5,8 @@ import math
 import pytest
 
 from textgate.config import Config, PolicyConfig, TaskPolicyConfig
-from textgate.errors import ConfigError, InvalidInput
+from textgate.errors import ConfigError, InvalidInput, Unauthorized
 from textgate.gateway import rescore
-from textgate.gateway.http_errors import Unauthorized
 from textgate.gateway.policy import Policy, check_labels, decide
 
 SPAM = TaskPolicyConfig(task="spam", positive_label="spam")

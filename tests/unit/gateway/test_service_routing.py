@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from textgate.config import Config
-from textgate.errors import EmptyText, TritonTimeout, TritonUnavailable
+from textgate.errors import EmptyText, TritonTimeout, TritonUnavailable, UnknownTask
 from textgate.gateway.events import EVENT_SCHEMA, Event
-from textgate.gateway.http_errors import UnknownTask, status_of
+from textgate.gateway.http_errors import status_of
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.policy import NON_FINITE_OUTPUT, Policy
 from textgate.gateway.prepare import Preparer

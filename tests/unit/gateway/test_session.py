@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from textgate.errors import Unauthorized
 from textgate.gateway import session
-from textgate.gateway.http_errors import Unauthorized
 from textgate.gateway.session import LoginThrottle, SessionFile, Sessions
 
 ADMIN = "admin-token-0123456789"

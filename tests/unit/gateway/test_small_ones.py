@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from textgate.config import Config, EventsConfig, default_outbox_path
-from textgate.errors import OutboxError
+from textgate.errors import OutboxError, UnknownTask
 from textgate.gateway import lifecycle
-from textgate.gateway.http_errors import UnknownTask
 from textgate.gateway.outbox import Outbox
 from textgate.gateway.routing import Route, Router
 
