@@ -34,7 +34,6 @@ from textgate.gateway import (
     middleware,
     panel,
     request_body,
-    review,
 )
 from textgate.gateway.lifecycle import Gateway, gateway_of, install_sighup
 from textgate.gateway.schema import ERRORS, REQUEST_BODY, ClassifyResponse
@@ -74,13 +73,13 @@ def create_app(
         app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
-        app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
-        await desk.start()
+        app.state.mail = listeners = mail.Listeners(gw)  # spamd and milter
+        await listeners.start()
         install_sighup(gw)
         try:
             yield
         finally:
-            await desk.stop()
+            await listeners.stop()
             await gw.stop()
             app.state.sessions.close()
 
@@ -119,15 +118,8 @@ def _routes(app: FastAPI) -> None:
         body = await request_body.read_body(request, rt.config.gateway.max_body_bytes)
         raw = request_body.parse(media, body, rt.config.gateway.max_batch)
         ctx = _context(request, rt, task, media, body)
-        results = await gw.service.classify(rt, task, raw, ctx)
-        desk: mail.Mail = request.app.state.mail
-        desk.remember(task, raw, ctx.tenant, results)
-        await corrections.add_explanations(request, desk, rt, task, raw, results, ctx)
-        if gw.review is not None:
-            actions = rt.config.review.actions
-            await review.keep_results(gw.review, actions, task, raw, ctx.tenant, results, ctx.texts)
-        gw.metrics.classified(task, ctx.tenant, results)
-        gw.metrics.observe_stages(ctx.timings_ms, task)
+        explain = corrections.explain_count(request)
+        results = (await gw.service.run(rt, task, raw, ctx, explain=explain)).results
         # Serialized here, not validated into ClassifyResponse by FastAPI (~80 us an answer,
         # benchmarks/response_validation.py); the contract test and the schemathesis run
         # check every answer's shape against the schema.

@@ -32,17 +32,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
-from textgate import feedback
 from textgate.errors import (
-    Conflict,
     Forbidden,
     InvalidInput,
     NotFound,
     PayloadTooLarge,
     Unauthorized,
 )
-from textgate.gateway import logs, panel
-from textgate.gateway.review import DECISIONS, Filters, Held, ReviewStore
+from textgate.gateway import logs, panel, review_records
+from textgate.gateway.headers import spamc_label
+from textgate.gateway.review_store import Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import (
     COOKIE,
@@ -326,7 +325,7 @@ async def _explain(request: Request, held: Held) -> Held:
     ctx = Context(request_id=held.request_id, tenant=held.tenant)
     raw: str | bytes = held.raw if held.notes.get("parts") else held.raw.decode("utf-8")
     try:
-        spans = await request.app.state.mail.spans(gw.runtime, held.task, raw, ctx, n)
+        spans = await gw.desk.spans(gw.runtime, held.task, raw, ctx, n)
     except Exception as exc:  # Triton down: the message is shown without highlights
         logs.event("console explanation failed", error=type(exc).__name__)
         return held
@@ -347,71 +346,26 @@ async def api_decide(request: Request, request_id: str, body: DecisionRequest) -
 
 
 async def decide(request: Request, held: Held, decision: str, reviewer: str) -> dict[str, Any]:
-    """Feedback record + review event, then the mark; a repeat answers the first."""
-    if decision not in DECISIONS:
-        raise InvalidInput(f"must be one of {', '.join(DECISIONS)}", field="decision")
-    if decision == "release" and held.action != "quarantine":
-        raise InvalidInput("only quarantined mail is released", field="decision")
-    gw, store = _gw(request), _store(request)
-    async with store.deciding:
-        now = store.get(held.request_id) or held
-        if now.decision == decision:
-            return {"request_id": held.request_id, "decision": decision, "repeated": True}
-        if now.decision is not None:
-            raise Conflict(
-                f"already decided {now.decision!r} by {now.decided_by}", field="decision"
-            )
-        label = mail_headers_label(decision, tuple(held.probabilities))
-        seen = feedback.Seen(
-            task=held.task,
-            raw=held.raw,
-            tenant=held.tenant,
-            labels=tuple(held.probabilities),
-            model=held.model,
-            model_version=held.model_version,
-            label=held.label,
-            score=held.score,
-            action=held.action,
-        )
-        correction = await request.app.state.mail.store.add_async(
-            task=held.task,
-            label=label,
-            text=held.text,
-            source="console",
-            tenant=held.tenant,
-            raw=held.raw,
-            request_id=held.request_id,
-            previous=seen,
-        )
-        await gw.events.put_review(
-            request_id=held.request_id,
-            task=held.task,
-            decision=decision,
-            label=label,
-            tenant=held.tenant,
-            previous_action=held.action,
-            previous_label=held.label,
-            previous_score=held.score,
-            model_version=held.model_version,
-            reviewer=reviewer,
-            feedback_id=correction.id,
-        )
-        store.mark(held.request_id, decision, reviewer)
-        store.metrics.decisions.labels(held.task, decision).inc()
+    """The review store's decision transaction; a repeat answers the first."""
+    gw = _gw(request)
+    label = mail_headers_label(decision, tuple(held.probabilities))
+    feedback_id = await review_records.decide(
+        _store(request), gw.desk.store, gw.events, held, decision, label=label, by=reviewer
+    )
+    if feedback_id is None:
+        return {"request_id": held.request_id, "decision": decision, "repeated": True}
     logs.event("console decision", request_id=held.request_id, decision=decision, by=reviewer)
     return {
         "request_id": held.request_id,
         "decision": decision,
         "label": label,
-        "feedback_id": correction.id,
+        "feedback_id": feedback_id,
         "repeated": False,
     }
 
 
 def mail_headers_label(decision: str, labels: tuple[str, ...]) -> str:
     """spam -> the task's positive label; ham and release -> its negative one."""
-    from textgate.gateway.mail import spamc_label
-
     return spamc_label("spam" if decision == "spam" else "ham", labels or ("ham", "spam"))
 
 

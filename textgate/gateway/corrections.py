@@ -12,18 +12,14 @@ tenant header), as for classify.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from textgate.errors import InvalidInput
 from textgate.gateway import explain
-from textgate.gateway.service import Context, Runtime
-
-if TYPE_CHECKING:
-    from textgate.gateway.mail import Mail
+from textgate.gateway.lifecycle import gateway_of
 
 router = APIRouter(tags=["feedback"])
 MAX_FEEDBACK_BYTES = 1_048_576
@@ -62,23 +58,6 @@ def explain_count(request: Request) -> int:
     return int(value)
 
 
-async def add_explanations(
-    request: Request,
-    desk: Mail,
-    rt: Runtime,
-    task: str,
-    raw: Sequence[str | bytes],
-    results: Sequence[dict[str, Any]],
-    ctx: Context,
-) -> None:
-    """``?explain=N``: one occlusion request per item (off by default: it costs one)."""
-    n = explain_count(request)
-    if n == 0:
-        return
-    for x, r in zip(raw, results, strict=True):
-        r["explanation"] = [s.as_dict() for s in await desk.spans(rt, task, x, ctx, n)]
-
-
 @router.post(
     "/v1/feedback",
     status_code=201,
@@ -86,8 +65,8 @@ async def add_explanations(
     summary="Correct a verdict: store the right label for the next training set",
 )
 async def post_feedback(request: Request, body: FeedbackRequest) -> Any:
-    desk: Mail = request.app.state.mail
-    rt = request.app.state.gateway.runtime
+    gw = gateway_of(request)
+    rt = gw.runtime
     given = [k for k in ("request_id", "message", "text") if getattr(body, k)]
     if len(given) != 1:
         raise InvalidInput("send exactly one of request_id, message or text", field="body")
@@ -99,7 +78,8 @@ async def post_feedback(request: Request, body: FeedbackRequest) -> Any:
         raw = body.message.encode("utf-8", "surrogateescape")
     elif body.text:
         raw = body.text
-    c = await desk.correct(
+    c = await gw.desk.correct(
+        rt,
         body.task or rt.config.mail.task,
         body.label,
         tenant,

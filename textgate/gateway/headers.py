@@ -234,3 +234,11 @@ def report(mark: Mark) -> str:
         lines += ["", "Spans that moved the score most (score without the span, by occlusion):"]
         lines += [f"{s.contribution:+.3f} {s.kind:<7} {s.text}" for s in mark.spans]
     return "\n".join(lines) + "\n"
+
+
+def spamc_label(label: str, labels: Sequence[str]) -> str:
+    """spamc's ``spam``/``ham`` as the task's label (a three-label model has both too)."""
+    if label in labels:
+        return label
+    negative = next((x for x in labels if x.lower() in NEGATIVE_LABELS), labels[0])
+    return negative if label == "ham" else labels[-1]

@@ -27,9 +27,11 @@ from starlette.requests import HTTPConnection
 from textgate import normalize
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import logs, review
+from textgate.gateway import logs, review_store
 from textgate.gateway.campaign import Campaigns
 from textgate.gateway.coalesce import Coalescer
+from textgate.gateway.context import Runtime
+from textgate.gateway.desk import Desk
 from textgate.gateway.event_sink import EventSink
 from textgate.gateway.limiter import Limiter
 from textgate.gateway.policy import Policy, check_labels
@@ -39,7 +41,7 @@ from textgate.gateway.prometheus import Metrics
 from textgate.gateway.release_hook import ReleaseHook
 from textgate.gateway.replay import ReplayStore
 from textgate.gateway.routing import Router, discover
-from textgate.gateway.service import Runtime, Service
+from textgate.gateway.service import Service
 from textgate.gateway.unk import UnkCounter
 from textgate.normalize import NormalizeSettings
 from textgate.triton_client import Prediction, TritonClient
@@ -66,11 +68,16 @@ class Gateway:
         self.triton_api_key = config.release.triton_api_key
         self.metrics = Metrics()
         self.events = EventSink(config.events)
-        self.service = Service(self.metrics, self.events)
+        # Corrections and explanations: the same desk for every front end, as long as the
+        # gateway lives (the config is read when the feedback store first opens).
+        self.desk = Desk(lambda: self.config.feedback)
+        self.service = Service(
+            self.metrics, self.events, desk=self.desk, review_store=lambda: self.review
+        )
         # A reload may move or bound the review store (``_swap_review``); its metrics are
         # registered once and carried from store to store.
-        self._review_metrics: review.ReviewMetrics | None = None
-        self.review: review.ReviewStore | None = None
+        self._review_metrics: review_store.ReviewMetrics | None = None
+        self.review: review_store.ReviewStore | None = None
         if config.review.path is not None:
             self.review = self._open_review(config)
         self.parse_pool: ParsePool | None = None
@@ -82,12 +89,12 @@ class Gateway:
         self._misses: dict[str, int] = {}  # consecutive failed readiness probes per model
         self._was_ready: set[str] = set()
 
-    def _open_review(self, config: Config) -> review.ReviewStore:
+    def _open_review(self, config: Config) -> review_store.ReviewStore:
         if self._review_metrics is None:
-            self._review_metrics = review.ReviewMetrics(self.metrics.registry)
-        return review.ReviewStore.from_config(config.review, metrics=self._review_metrics)
+            self._review_metrics = review_store.ReviewMetrics(self.metrics.registry)
+        return review_store.ReviewStore.from_config(config.review, metrics=self._review_metrics)
 
-    def _swap_review(self, new: Config) -> review.ReviewStore | None:
+    def _swap_review(self, new: Config) -> review_store.ReviewStore | None:
         """``review`` of a reloaded config applied; returns the store to close later.
 
         The same path keeps its store with the new bounds; another path opens (or, null,
@@ -183,6 +190,7 @@ class Gateway:
         if self.review is not None:
             self.review.close()
             self.review = None
+        self.desk.close()
 
     async def _discover(self) -> None:
         rt = self.runtime

@@ -1,17 +1,17 @@
-"""The gateway's side of the mail protocols: scanning, explanations, corrections, listeners.
+"""The gateway's side of the mail protocols: the scanner they call, and their listeners.
 
-    spamd.Server ──┐                      ┌─> Service.classify (normalize, route, Triton,
-    milter.Server ─┴─> Mail.scan(raw, user) ┤    policy, events): the HTTP path's own code
-                                          ├─> metrics, request id, Recent (for corrections)
-                                          └─> explain (one more Triton request) -> Mark
+    spamd.Server ──┐
+    milter.Server ─┴─> Scanner.scan(raw, user) ─> Service.run (the path every front end
+                                                  takes: classify, explain, record) -> Mark
+    spamc -L ─────────> Scanner.learn ──────────> the runtime's Desk (corrections)
 
-``Mail`` is made in the app's lifespan after the gateway started and stopped before it, so
-a listener never outlives the runtime it scans with. The ``User`` of spamc (or the milter's
-``{auth_authen}`` macro) names a tenant only when a tenant of that name is configured: spamc
-sends the local Unix user by default, which must not be an error. The mail sockets do not
-carry API keys; bind them to loopback (the default) or a trusted network, like spamd. For
-the same reason ``learn`` (spamc -L) is reached only through ``spamd.TellRule``: off unless
-``mail.allow_tell``, and only from ``mail.tell_networks``.
+``Listeners`` are made in the app's lifespan after the gateway started and stopped before
+it, so a listener never outlives the runtime it scans with. The ``User`` of spamc (or the
+milter's ``{auth_authen}`` macro) names a tenant only when a tenant of that name is
+configured: spamc sends the local Unix user by default, which must not be an error. The
+mail sockets do not carry API keys; bind them to loopback (the default) or a trusted
+network, like spamd. For the same reason ``learn`` (spamc -L) is reached only through
+``spamd.TellRule``: off unless ``mail.allow_tell``, and only from ``mail.tell_networks``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config, PolicyConfig
-from textgate.errors import InvalidInput, NotFound
-from textgate.gateway import explain, headers, languages, logs, review
+from textgate.gateway import headers, languages, logs
 from textgate.gateway.service import Context, Runtime
-from textgate.signals import wire
 
 if TYPE_CHECKING:
     from textgate.gateway.lifecycle import Gateway
@@ -36,69 +34,11 @@ REQUEST_ID_HEADER = b"x-textgate-request-id"
 _NOT_SPAM = ("allow", "uncertain", *headers.NEGATIVE_LABELS)
 
 
-class Mail:
+class Scanner:
+    """What spamd and the milter ask of the gateway: a scan, and spamc's learn."""
+
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
-        cfg = gw.config
-        self._store: feedback.FeedbackStore | None = None  # opened at the first correction
-        self.recent = feedback.Recent(cfg.feedback.recent_requests, cfg.feedback.recent_bytes)
-        self.commands = Counter(
-            "textgate_mail_commands",
-            "spamd commands and milter messages by protocol, command and answer code",
-            ["protocol", "command", "code"],
-            registry=gw.metrics.registry,
-        )
-        self._servers: list[Any] = []
-        self.ports: dict[str, int] = {}
-
-    # --- lifecycle ------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        from textgate.gateway import milter, spamd
-
-        cfg, max_bytes = self.gw.config.mail, self.gw.config.gateway.max_body_bytes
-        if cfg.spamd_port is not None:
-            s = spamd.Server(
-                self,
-                max_bytes=max_bytes,
-                max_connections=cfg.max_connections,
-                timeout_s=cfg.read_timeout_s,
-                count=lambda c, code: self.commands.labels("spamd", c[:16], code).inc(),
-                # the tenants as they are at each TELL: a reload may add or drop some
-                tell=spamd.TellRule.of(cfg, lambda u: self.tenant(self.gw.runtime, u) is not None),
-                strip_spam_headers=cfg.strip_spam_headers,
-            )
-            self.ports["spamd"] = await s.start(cfg.host, cfg.spamd_port)
-            self._servers.append(s)
-        if cfg.milter_port is not None:
-            m = milter.Server(
-                self,
-                replies=milter.replies(cfg),
-                max_bytes=max_bytes,
-                max_connections=cfg.max_connections,
-                timeout_s=cfg.read_timeout_s,
-                count=lambda c, code: self.commands.labels("milter", c[:16], code).inc(),
-                strip_spam_headers=cfg.strip_spam_headers,
-            )
-            self.ports["milter"] = await m.start(cfg.host, cfg.milter_port)
-            self._servers.append(m)
-        if self.ports:
-            logs.event("mail listeners ready", host=cfg.host, **self.ports)
-
-    async def stop(self) -> None:
-        for s in self._servers:
-            await s.stop()
-        self._servers.clear()
-        if self._store is not None:
-            self._store.close()
-
-    @property
-    def store(self) -> feedback.FeedbackStore:
-        if self._store is None:
-            self._store = feedback.FeedbackStore.from_config(self.gw.config.feedback)
-        return self._store
-
-    # --- scanning -------------------------------------------------------------------------
 
     def tenant(self, rt: Runtime, user: str | None) -> str | None:
         names = {t.name for t in rt.config.policy.tenants}
@@ -113,139 +53,91 @@ class Mail:
         rid = logs.request_id(None)
         token = logs.request_id_var.set(rid)
         ctx = Context(request_id=rid, headers={"traceparent": logs.trace(None).traceparent})
+        n = rt.config.mail.explain if explain else 0
         try:
             ctx.tenant = tenant_of_mail(rt.config.policy, user, recipients, raw)
-            result = (await gw.service.classify(rt, task, [raw], ctx))[0]
-            spans: Sequence[headers.Span] = ()
-            if explain and rt.config.mail.explain:
-                spans = await self.spans(rt, task, raw, ctx, rt.config.mail.explain)
+            answer = await gw.service.run(rt, task, [raw], ctx, explain=n, attach=False)
         except Exception as exc:
-            # The counter has a tenant label since the tenant metrics: the old three-label
-            # call raised, so every spamd scan under a tenant-labelled counter failed.
+            # HTTP's middleware counts its failures; the mail protocols count theirs here.
             gw.metrics.failed_with(task, rt.router.public(), ctx.tenant, exc)
             raise
         finally:
             logs.request_id_var.reset(token)
-        gw.metrics.classified(task, ctx.tenant, [result])
-        gw.metrics.observe_stages(ctx.timings_ms, task)
-        self.remember(task, [raw], ctx.tenant, [result])
-        if gw.review is not None:
-            actions = rt.config.review.actions
-            await review.keep_results(
-                gw.review, actions, task, [raw], ctx.tenant, [result], ctx.texts
-            )
-        return mark(rt.config, rt, task, ctx.tenant, result, spans)
-
-    async def spans(
-        self, rt: Runtime, task: str, raw: str | bytes, ctx: Context, n: int
-    ) -> list[headers.Span]:
-        """The top ``n`` spans of the input's first piece, in one Triton request."""
-        item = rt.preparer.email(raw) if isinstance(raw, bytes) else rt.preparer.text(raw)
-        route = rt.router.route(task)
-        limit = min(explain.MAX_CANDIDATES, max(0, route.max_batch_size - 1))
-
-        async def score(texts: Sequence[str]) -> list[float]:
-            # each variant carries the message's symbols, as the verdict's pieces did
-            sent = [wire.frame(item.symbols, t) if route.signals else t for t in texts]
-            pred = await rt.client.infer(
-                route.model, sent, request_id=ctx.request_id, headers=ctx.headers
-            )
-            return [
-                rt.policy.decide(task, route.labels, [float(p) for p in row], ctx.tenant).score
-                for row in pred.probabilities
-            ]
-
-        domains = tuple(item.notes.get("link_domains") or ())
-        _, spans = await explain.explain(item.pieces[0], score, n, domains=domains, limit=limit)
-        return spans
-
-    def remember(
-        self,
-        task: str,
-        raw: Sequence[str | bytes],
-        tenant: str | None,
-        results: Sequence[dict[str, Any]],
-    ) -> None:
-        for x, r in zip(raw, results, strict=True):
-            self.recent.remember(
-                r["request_id"],
-                feedback.Seen(
-                    task=task,
-                    raw=x,
-                    tenant=tenant,
-                    labels=tuple(r["probabilities"]),
-                    model=str(r["model"]["name"]),
-                    model_version=str(r["model"]["version"]),
-                    label=r["label"],
-                    score=r["score"],
-                    action=r["action"],
-                ),
-            )
-
-    # --- corrections ----------------------------------------------------------------------
+        spans = answer.spans[0] if answer.spans else ()
+        return mark(rt.config, rt, task, ctx.tenant, answer.results[0], spans)
 
     async def learn(self, raw: bytes, label: str, user: str | None, *, remove: bool) -> None:
         """spamc -L spam|ham (Set) or forget (Remove)."""
-        rt = self.gw.runtime
+        rt, desk = self.gw.runtime, self.gw.desk
         task = rt.config.mail.task
         tenant = self.tenant(rt, user)
-        item = rt.preparer.email(raw)
         if remove:
-            await self.store.remove_async(text_sha256=feedback.sha256(item.text), tenant=tenant)
+            text = rt.preparer.email(raw).text
+            await desk.store.remove_async(text_sha256=feedback.sha256(text), tenant=tenant)
             return
-        labels = rt.router.route(task).labels
+        label = headers.spamc_label(label, rt.router.route(task).labels)
         rid = _request_id_header(raw)
-        await self.correct(
-            task, spamc_label(label, labels), tenant, raw=raw, request_id=rid, source="spamd"
-        )
+        await desk.correct(rt, task, label, tenant, raw=raw, request_id=rid, source="spamd")
 
-    async def correct(
-        self,
-        task: str,
-        label: str,
-        tenant: str | None,
-        *,
-        raw: str | bytes | None = None,
-        request_id: str | None = None,
-        source: str,
-    ) -> feedback.Correction:
-        """One correction: by the message itself, or by the request id of a recent verdict."""
-        rt = self.gw.runtime
-        seen = self.recent.get(request_id) if request_id else None
-        if raw is None:
-            if seen is None:
-                raise NotFound(
-                    f"no recent verdict with request id {str(request_id)[:80]!r}",
-                    field="request_id",
-                    hint="the gateway keeps the last feedback.recent_requests verdicts in "
-                    "memory; send the message itself instead",
-                )
-            raw, task = seen.raw, seen.task
-        labels = seen.labels if seen is not None else rt.router.route(task).labels
-        if label not in labels:
-            raise InvalidInput(
-                f"label {label[:40]!r} is not one of task '{task}': {', '.join(labels)}",
-                field="label",
+
+class Listeners:
+    """The spamd and milter listeners of one app: started after the gateway, stopped
+    before it, so a listener never outlives the runtime it scans with."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.scanner = Scanner(gw)
+        self.commands = Counter(
+            "textgate_mail_commands",
+            "spamd commands and milter messages by protocol, command and answer code",
+            ["protocol", "command", "code"],
+            registry=gw.metrics.registry,
+        )
+        self._servers: list[Any] = []
+        self.ports: dict[str, int] = {}
+
+    async def start(self) -> None:
+        from textgate.gateway import milter, spamd
+
+        cfg, max_bytes = self.gw.config.mail, self.gw.config.gateway.max_body_bytes
+        scanner = self.scanner
+        if cfg.spamd_port is not None:
+            s = spamd.Server(
+                scanner,
+                max_bytes=max_bytes,
+                max_connections=cfg.max_connections,
+                timeout_s=cfg.read_timeout_s,
+                count=lambda c, code: self.commands.labels("spamd", c[:16], code).inc(),
+                # the tenants as they are at each TELL: a reload may add or drop some
+                tell=spamd.TellRule.of(
+                    cfg, lambda u: scanner.tenant(self.gw.runtime, u) is not None
+                ),
+                strip_spam_headers=cfg.strip_spam_headers,
             )
-        item = rt.preparer.email(raw) if isinstance(raw, bytes) else rt.preparer.text(raw)
-        return await self.store.add_async(
-            task=task,
-            label=label,
-            text=item.text,
-            source=source,
-            tenant=tenant if seen is None else (seen.tenant or tenant),
-            raw=raw if isinstance(raw, bytes) else raw.encode("utf-8"),
-            request_id=request_id,
-            previous=seen,
-        )
+            self.ports["spamd"] = await s.start(cfg.host, cfg.spamd_port)
+            self._servers.append(s)
+        if cfg.milter_port is not None:
+            m = milter.Server(
+                scanner,
+                replies=milter.replies(cfg),
+                max_bytes=max_bytes,
+                max_connections=cfg.max_connections,
+                timeout_s=cfg.read_timeout_s,
+                count=lambda c, code: self.commands.labels("milter", c[:16], code).inc(),
+                strip_spam_headers=cfg.strip_spam_headers,
+            )
+            self.ports["milter"] = await m.start(cfg.host, cfg.milter_port)
+            self._servers.append(m)
+        if self.ports:
+            logs.event("mail listeners ready", host=cfg.host, **self.ports)
 
+    def _is_tenant(self, user: str) -> bool:
+        return self.scanner.tenant(self.gw.runtime, user) is not None
 
-def spamc_label(label: str, labels: Sequence[str]) -> str:
-    """spamc's ``spam``/``ham`` as the task's label (a three-label model has both too)."""
-    if label in labels:
-        return label
-    negative = next((x for x in labels if x.lower() in headers.NEGATIVE_LABELS), labels[0])
-    return negative if label == "ham" else labels[-1]
+    async def stop(self) -> None:
+        for s in self._servers:
+            await s.stop()
+        self._servers.clear()
 
 
 def _request_id_header(raw: bytes) -> str | None:

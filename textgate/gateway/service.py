@@ -1,10 +1,13 @@
-"""One classification request: normalize -> queue -> Triton -> re-score -> policy -> event.
+"""One classification request, the same for every front end (HTTP, spamd, milter):
 
-``Runtime`` is everything a config reload replaces; a request takes the runtime current at
-its start and keeps it to the end, so a reload never changes a request half-way.
+    Service.run:  classify ─> [explain] ─> record
+    classify:     normalize -> queue -> Triton -> re-score -> policy -> steps.py -> event
+    record:       metrics, the desk's recent verdicts (corrections), the review store
 
-Just over 400 lines: the steps of one request stay in one reading order here; the issue "One
-path from score to record" moves the steps after scoring into their own room.
+A front end calls ``run`` once and renders what it returns in its own protocol; nothing
+after scoring is written in a front end (the steps were once written twice, and the copies
+drifted: a metrics call fixed in one still failed every spamd scan in the other).
+``Runtime`` and ``Context`` (context.py) are what every step is handed.
 """
 
 from __future__ import annotations
@@ -13,76 +16,35 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from textgate.config import Config
 from textgate.errors import InvalidInput, TritonTimeout
-from textgate.gateway import languages, logs, rescore, senders
-from textgate.gateway.campaign import Campaigns
-from textgate.gateway.coalesce import Coalescer
+from textgate.gateway import answer, logs, rescore, steps
+from textgate.gateway.answer import Scored
+from textgate.gateway.context import Context, Runtime
+from textgate.gateway.desk import Desk
 from textgate.gateway.event_sink import EventSink
-from textgate.gateway.limiter import Limiter
+from textgate.gateway.headers import Span
 from textgate.gateway.outbox import RequestRecord
-from textgate.gateway.policy import Policy, Verdict, on_malformed, score_of
-from textgate.gateway.prepare import Prepared, Preparer
+from textgate.gateway.policy import on_malformed, score_of
+from textgate.gateway.prepare import Prepared
 from textgate.gateway.prometheus import Metrics
-from textgate.gateway.replay import ReplayStore, anomaly
-from textgate.gateway.routing import Route, Router
-from textgate.gateway.unk import UnkCounter
-from textgate.gateway.unk import note as unk_note
-from textgate.triton_client import TritonClient
+from textgate.gateway.replay import anomaly
+from textgate.gateway.review_records import keep_results
+from textgate.gateway.review_store import ReviewStore
+from textgate.gateway.routing import Route
 
 
 @dataclass
-class Runtime:
-    config: Config
-    policy: Policy
-    limiter: Limiter
-    router: Router
-    client: TritonClient
-    preparer: Preparer
-    replay: ReplayStore | None = None
-    parse_pool: Any = None  # ParsePool; None: e-mail is parsed in-process
-    coalescer: Coalescer | None = None  # None: one Triton call per request (coalesce: false)
-    unk: UnkCounter | None = None  # None: no unk_ratio (no tokenizer files to read)
-    campaigns: Campaigns | None = None  # None: every item goes to Triton (campaign.py)
+class Answer:
+    """What ``Service.run`` hands a front end to render."""
 
-
-@dataclass
-class Context:
-    request_id: str
-    tenant: str | None = None
-    # A canary key: a raw e-mail's From address, else the X-Sender header (tenant and
-    # request id are the other keys).
-    sender: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)  # passed on to Triton
-    # Idempotency: the client's own X-Request-ID (None when it sent none) and a hash of
-    # task + media type + body; a repeat of both (same tenant) gets the earlier answer.
-    client_id: str | None = None
-    payload_sha256: str | None = None
-    repeated: bool = False  # set when the answer is the stored one
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    texts: list[str] = field(default_factory=list)  # the normalized texts (the review store)
-    started: float = field(default_factory=time.perf_counter)
-    # One Triton deadline per request (monotonic), shared by the fast pass and the re-score:
-    # a fresh deadline per call let a re-score run past the client's timeout.
-    deadline: float | None = None
-
-
-@dataclass
-class Scored:
-    """One piece's answer, as used after max-pooling and the re-score."""
-
-    label: str
-    probs: list[float]
-    variant: str
-    rescored: bool = False
-    fast_probs: list[float] | None = None
-    cached: bool = False  # answered from the campaign memory
+    results: list[dict[str, Any]]
+    spans: list[list[Span]] = field(default_factory=list)  # per item, when asked to explain
 
 
 def _ms(start: float) -> float:
@@ -90,9 +52,60 @@ def _ms(start: float) -> float:
 
 
 class Service:
-    def __init__(self, metrics: Metrics, events: EventSink) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        events: EventSink,
+        *,
+        desk: Desk | None = None,
+        review_store: Callable[[], ReviewStore | None] = lambda: None,
+    ) -> None:
         self.metrics = metrics
         self.events = events
+        self.desk = desk
+        self.review_store = review_store  # the current one: a reload may move or close it
+
+    async def run(
+        self,
+        rt: Runtime,
+        task: str,
+        raw: Sequence[str | bytes],
+        ctx: Context,
+        *,
+        explain: int = 0,
+        attach: bool = True,
+    ) -> Answer:
+        """The one path of every front end: classify, explain (``explain`` spans an item,
+        each one more Triton request; ``attach``: into the results, as HTTP's
+        ``explanation``), then record."""
+        out = Answer(await self.classify(rt, task, raw, ctx))
+        if explain and self.desk is not None:
+            for x, r in zip(raw, out.results, strict=True):
+                found = await self.desk.spans(rt, task, x, ctx, explain)
+                out.spans.append(found)
+                if attach:
+                    r["explanation"] = [s.as_dict() for s in found]
+        await self.record(rt, task, raw, ctx, out.results)
+        return out
+
+    async def record(
+        self,
+        rt: Runtime,
+        task: str,
+        raw: Sequence[str | bytes],
+        ctx: Context,
+        results: Sequence[dict[str, Any]],
+    ) -> None:
+        """What every answered request leaves behind (its events were written in classify,
+        durable before the answer)."""
+        self.metrics.classified(task, ctx.tenant, results)
+        self.metrics.observe_stages(ctx.timings_ms, task)
+        if self.desk is not None:
+            self.desk.remember(task, raw, ctx.tenant, results)
+        store = self.review_store()
+        if store is not None:
+            actions = rt.config.review.actions
+            await keep_results(store, actions, task, raw, ctx.tenant, results, ctx.texts)
 
     async def classify(
         self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context
@@ -139,26 +152,18 @@ class Service:
         verdicts = [rt.policy.decide(task, route.labels, s.probs, ctx.tenant) for s in scored]
         rule = rt.policy.rule(task, ctx.tenant)
         unk = [await self._unk(rt, rule, route, item) for item in items]
-        band = _band(rt, route, rule)
+        band = answer.band(rt, route, rule)
         verdicts = [
             on_malformed(rule, v) if item.notes.get("best_effort") else v
             for item, v in zip(items, verdicts, strict=True)
         ]
-        listed = senders.for_items(
-            rt.policy.tenant_config(ctx.tenant), rule, raw, [i.notes.get("sender") for i in items]
-        )
-        verdicts = [senders.verdict(v, x) for v, x in zip(verdicts, listed, strict=True)]
-        for x in listed:
-            if x is not None:
-                self.metrics.listed.labels(task, x.list).inc()
-        found = languages.for_items(rule, raw, [item.text for item in items])
-        verdicts = [
-            languages.verdict(rule, v, f, x)
-            for v, f, x in zip(verdicts, found, listed, strict=True)
+        found = [
+            steps.Item(x, item.text, item.notes.get("sender"), v)
+            for x, item, v in zip(raw, items, verdicts, strict=True)
         ]
-        for f in found:
-            if f is not None and languages.unwanted(rule, f):
-                self.metrics.languages.labels(task, f.code).inc()
+        tenant = rt.policy.tenant_config(ctx.tenant)
+        steps.run(steps.Scope(task, rule, tenant, self.metrics), found)
+        verdicts = [f.verdict for f in found]
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)
         results, events = [], []
@@ -174,7 +179,7 @@ class Service:
                     "model_version": route.version,
                     "variant": s.variant,
                     "label": s.label,
-                    "score": _finite(v.score),
+                    "score": answer.finite(v.score),
                     "action": v.action,
                     "timings_ms": dict(ctx.timings_ms),
                     "tenant": ctx.tenant,
@@ -182,12 +187,8 @@ class Service:
                     "unk_ratio": u,
                 }
             )
-            result = (
-                self._result(route, item, s, v, rid, ctx)
-                | senders.as_result(listed[i])
-                | languages.as_result(rule, found[i])
-            )
-            results.append(_with_checks(result, band, u, rule.unk_note_above))
+            result = answer.result(route, item, s, v, rid, ctx) | found[i].result
+            results.append(answer.with_checks(result, band, u, rule.unk_note_above))
         record = None
         if ctx.client_id and ctx.payload_sha256:
             record = RequestRecord(
@@ -373,51 +374,6 @@ class Service:
         )
         self.metrics.replays.inc()
 
-    def _result(
-        self,
-        route: Route,
-        item: Prepared,
-        s: Scored,
-        v: Verdict,
-        rid: str,
-        ctx: Context,
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "label": s.label,
-            "probabilities": {n: _finite(p) for n, p in zip(route.labels, s.probs, strict=True)},
-            "score": _finite(v.score),
-            "action": v.action,
-            "model": route.describe(),
-            "precision_path": s.variant,
-            "rescored": s.rescored,
-            "request_id": rid,
-            "timings_ms": dict(ctx.timings_ms),
-            "normalization": item.notes,
-        }
-        if v.defects:  # only then: every ordinary answer keeps its shape
-            out["defects"] = list(v.defects)
-        if s.cached:
-            out["cached"] = True
-        if route.signals and item.symbols:  # what the combiner weighed, and by how much
-            weights = route.symbol_weights
-            out["symbols"] = [{"symbol": n, "weight": weights.get(n, 0.0)} for n in item.symbols]
-        return out
-
-
-def _band(rt: Runtime, route: Route, rule: Any) -> list[list[float]]:
-    """The score intervals the fp32 variant re-scores: empty where re-scoring is off."""
-    if not (route.precise and rt.config.gateway.rescore):
-        return []
-    return [[low, high] for low, high in rule.rescore_intervals()]
-
-
-def _with_checks(
-    result: dict[str, Any], band: list[list[float]], unk: float | None, above: float | None
-) -> dict[str, Any]:
-    """``rescore_band`` beside ``precision_path``; ``unk_ratio`` and the notes it raises."""
-    notes = [unk_note(unk)] if unk is not None and above is not None and unk > above else []
-    return {**result, "rescore_band": band, "unk_ratio": unk, "notes": notes}
-
 
 def _sender(raw: Sequence[str | bytes], items: Sequence[Prepared]) -> str | None:
     """A raw e-mail's From address (normalize's ``sender`` note): it wins over X-Sender."""
@@ -435,9 +391,3 @@ def _first(defects: Any) -> str:
 def _label(labels: Sequence[str], probs: Sequence[float]) -> str:
     finite = [p if math.isfinite(p) else -math.inf for p in probs]
     return labels[max(range(len(labels)), key=lambda i: finite[i])]
-
-
-def _finite(value: float) -> float | None:
-    """JSON has no NaN: a non-finite number is sent as null (answer and event alike; the
-    verdict lists the defect, and the output is replayed when a replay store is set)."""
-    return float(value) if math.isfinite(value) else None

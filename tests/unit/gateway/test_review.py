@@ -9,8 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from textgate.errors import ReviewStoreError
-from textgate.gateway import review
-from textgate.gateway.review import Filters, ReviewMetrics, ReviewStore
+from textgate.gateway import review_store
+from textgate.gateway.review_records import keep_results
+from textgate.gateway.review_store import Filters, ReviewMetrics, ReviewStore
 
 
 def result(rid: str, action: str = "review", score: float = 0.9) -> dict[str, Any]:
@@ -78,14 +79,14 @@ def test_retention_by_age_count_and_bytes_is_counted(tmp_path: Path) -> None:
         metrics=ReviewMetrics(registry),
     )
     keep(store, "old", now=0.0)
-    keep(store, "new", now=review.DAY_S + 1)
+    keep(store, "new", now=review_store.DAY_S + 1)
     assert [h.request_id for h in store.find()] == ["new"]
     assert dropped(registry, "age") == 1
     for i in range(3):
-        keep(store, f"n{i}", now=review.DAY_S + 2)
+        keep(store, f"n{i}", now=review_store.DAY_S + 2)
     assert store.count() == 3 and dropped(registry, "count") == 1
     assert store.get("new") is None  # the oldest went first
-    keep(store, "big", now=review.DAY_S + 3, size=1995)
+    keep(store, "big", now=review_store.DAY_S + 3, size=1995)
     assert dropped(registry, "bytes") == 2 and store.get("big") is not None
     assert sum(h.size for h in store.find(limit=-1)) <= 2000
 
@@ -97,14 +98,12 @@ def test_keep_results_keeps_only_the_configured_actions(tmp_path: Path) -> None:
     raw = [b"Subject: =?utf-8?q?Hello_there?=\r\nFrom: x@y.example\r\n\r\nbody", "plain text"]
     results = [result("m1", action="quarantine"), result("m2", action="allow")]
     n = asyncio.run(
-        review.keep_results(store, ("review", "quarantine"), "spam", raw, None, results, ["a", "b"])
+        keep_results(store, ("review", "quarantine"), "spam", raw, None, results, ["a", "b"])
     )
     assert n == 1
     held = store.get("m1")
     assert held is not None and held.subject == "Hello there" and held.sender == "a@b.example"
-    replay = asyncio.run(
-        review.keep_results(store, ("quarantine",), "spam", raw, None, results, [])
-    )
+    replay = asyncio.run(keep_results(store, ("quarantine",), "spam", raw, None, results, []))
     assert replay == 0  # an idempotent replay has no normalized texts: kept the first time
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -337,48 +336,3 @@ def _held(r: tuple[Any, ...]) -> Held:
 
 
 # --- what classify and the mail listeners keep ---------------------------------------------
-
-
-def envelope(raw: str | bytes, notes: dict[str, Any]) -> tuple[str, str]:
-    """(subject, sender) of a raw message, from its header block only; a text has none."""
-    if not isinstance(raw, bytes):
-        return "", ""
-    import email.parser
-    import email.policy
-
-    try:
-        head = email.parser.BytesHeaderParser(policy=email.policy.default).parsebytes(raw[:65536])
-        subject = str(head.get("subject", "") or "")
-    except Exception:  # a hostile header block: the queue shows no subject, never fails
-        subject = ""
-    return " ".join(subject.split()), str(notes.get("sender") or "")
-
-
-async def keep_results(
-    store: ReviewStore,
-    actions: Sequence[str],
-    task: str,
-    raw: Sequence[str | bytes],
-    tenant: str | None,
-    results: Sequence[dict[str, Any]],
-    texts: Sequence[str],
-) -> int:
-    """Keep the items whose action is in ``actions``; how many were new."""
-    if len(texts) != len(results):  # an idempotent replay: kept the first time
-        return 0
-    added = 0
-    for x, r, text in zip(raw, results, texts, strict=True):
-        if r["action"] not in actions:
-            continue
-        subject, sender = envelope(x, r.get("normalization") or {})
-        added += await store.keep_async(
-            request_id=r["request_id"],
-            task=task,
-            tenant=tenant,
-            result=r,
-            text=text,
-            raw=x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass"),
-            subject=subject,
-            sender=sender,
-        )
-    return added
