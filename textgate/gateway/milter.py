@@ -24,7 +24,7 @@ same rule for spamd).
 Limits: a body past ``max_bytes`` is not kept (the message is accepted unscanned with an
 ``X-Textgate-Skipped`` header), packets over ``MAX_PACKET`` close the connection, a silent
 MTA is dropped after ``timeout_s`` within a packet (10x that between packets), and
-connections beyond the cap are answered tempfail.
+connections beyond the cap (``listener.py``) are answered tempfail.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 
 from textgate.errors import Kind, TextgateError
 from textgate.gateway import headers, logs
-from textgate.gateway.listener import Listener
+from textgate.gateway.listener import Listener, no_count
 from textgate.gateway.spamd import Scanner
 
 MAX_PACKET = 1 << 20  # libmilter's own cap on one packet is 64 KiB for body chunks
@@ -138,6 +138,8 @@ def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
 
 
 class Server(Listener):
+    busy_stays = True  # the MTA keeps the connection: each transaction is answered tempfail
+
     def __init__(
         self,
         scanner: Scanner,
@@ -146,30 +148,24 @@ class Server(Listener):
         max_bytes: int,
         max_connections: int = 32,
         timeout_s: float = 30.0,
-        count: Callable[[str, str], None] = lambda _cmd, _code: None,
+        count: Callable[[str, str], None] = no_count,
         strip_spam_headers: bool = True,
     ) -> None:
+        super().__init__(max_connections=max_connections, timeout_s=timeout_s, count=count)
         self.scanner = scanner
         self.replies = replies
         self.max_bytes = max_bytes
-        self.max_connections = max_connections
-        self.timeout_s = timeout_s
-        self.count = count
         self.strip_spam_headers = strip_spam_headers
-        self.active = 0
-        super().__init__()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        busy = self.active >= self.max_connections
-        self.active += 1
+    async def handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, busy: bool
+    ) -> None:
         try:
             await Session(self, reader, writer, busy=busy).run()
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             self.count("connection", "dropped")
         except Exception as exc:  # a bug must not kill the listener
             logs.logger.exception("milter: unexpected error", exc_info=exc)
-        finally:
-            self.active -= 1
 
 
 class Session:

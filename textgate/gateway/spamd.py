@@ -8,7 +8,8 @@ zlib`` bodies (answers are never compressed: spamc 4 does not expect it); ``User
 tenant. The scanning itself is a ``Scanner`` (``mail.py``: the gateway's service layer), so
 this module is the wire format and its limits only:
 
-- a connection cap: the connection beyond it is answered EX_TEMPFAIL ("busy") at once;
+- a connection cap (``listener.py``, with the count and the timeout): the connection
+  beyond it is answered EX_TEMPFAIL ("busy") at once;
 - a read timeout per line and for the body: a slow client gets EX_TIMEOUT and is closed;
 - a body over ``max_bytes`` (declared or after decompression) gets EX_TOOBIG, unscanned;
 - every malformed request gets EX_PROTOCOL with the reason; a client gone mid-message is
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from textgate.errors import Kind, TextgateError, kind_of
 from textgate.gateway import headers, logs
-from textgate.gateway.listener import Listener
+from textgate.gateway.listener import Listener, no_count
 
 if TYPE_CHECKING:
     from textgate.config import MailConfig
@@ -201,33 +202,24 @@ class Server(Listener):
         max_bytes: int,
         max_connections: int = 32,
         timeout_s: float = 30.0,
-        count: Callable[[str, str], None] = lambda _cmd, _code: None,
+        count: Callable[[str, str], None] = no_count,
         tell: TellRule | None = None,
         strip_spam_headers: bool = True,
     ) -> None:
+        super().__init__(max_connections=max_connections, timeout_s=timeout_s, count=count)
         self.scanner = scanner
         self.max_bytes = max_bytes
-        self.max_connections = max_connections
-        self.timeout_s = timeout_s
-        self.count = count  # metrics: (command, code name)
         self.tell = tell or TellRule()
         self.strip_spam_headers = strip_spam_headers
-        self.active = 0
-        super().__init__()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.active >= self.max_connections:
-            self.count("busy", NAMES[EX_TEMPFAIL])
-            await _send(writer, answer(EX_TEMPFAIL, "server busy, try again later"))
-            await _linger(reader, writer)
-            return
-        self.active += 1
-        try:
-            await self._serve(reader, writer)
-        finally:
-            self.active -= 1
+    async def refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.count("busy", NAMES[EX_TEMPFAIL])
+        await _send(writer, answer(EX_TEMPFAIL, "server busy, try again later"))
+        await _linger(reader, writer)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, busy: bool
+    ) -> None:
         method = "?"
         peername = writer.get_extra_info("peername")
         peer = str(peername[0]) if isinstance(peername, tuple) and peername else None
