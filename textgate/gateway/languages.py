@@ -29,12 +29,17 @@ DESCRIPTION = "Message written in an undesired language"  # SpamAssassin's words
 
 
 def for_items(
-    rule: TaskPolicyConfig, raw: Sequence[str | bytes], texts: Sequence[str]
+    rule: TaskPolicyConfig,
+    raw: Sequence[str | bytes],
+    texts: Sequence[str],
+    known: Sequence[Language | None] | None = None,
 ) -> list[Language | None]:
-    """Each item's language: every raw message's; a text's where the rule names languages."""
+    """Each item's language: every raw message's; a text's where the rule names languages.
+    ``known``: what the parse pool already detected, off the event loop."""
+    known = known if known is not None else [None] * len(raw)
     return [
-        language.detect(t) if isinstance(x, bytes) or rule.ok_languages else None
-        for x, t in zip(raw, texts, strict=True)
+        k or (language.detect(t) if isinstance(x, bytes) or rule.ok_languages else None)
+        for x, t, k in zip(raw, texts, known, strict=True)
     ]
 
 

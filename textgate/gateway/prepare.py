@@ -16,6 +16,7 @@ from textgate.config import NormalizeConfig
 from textgate.gateway.pool import ParsePool
 from textgate.normalize import Normalized, NormalizeSettings
 from textgate.signals import wire
+from textgate.signals.language import Language
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Prepared:
     text: str
     pieces: tuple[str, ...]
     notes: dict[str, Any] = field(default_factory=dict)
+    language: Language | None = None  # named by the parse pool; None: the service detects
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -68,11 +70,12 @@ class Preparer:
         """``email`` in the parse pool (time budget, killable); in-process without one."""
         if pool is None:
             return self.email(raw)
-        return _prepared(await pool.email(raw, self.settings))
+        parsed = await pool.parse(raw, self.settings)
+        return _prepared(parsed.normalized, parsed.language)
 
     def email(self, raw: bytes) -> Prepared:
         return _prepared(normalize.normalize_email(raw, self.settings))
 
 
-def _prepared(n: Normalized) -> Prepared:
-    return Prepared(n.text, tuple(n.pieces), n.notes.as_dict())
+def _prepared(n: Normalized, language: Language | None = None) -> Prepared:
+    return Prepared(n.text, tuple(n.pieces), n.notes.as_dict(), language)

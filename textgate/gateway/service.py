@@ -158,7 +158,7 @@ class Service:
             for item, v in zip(items, verdicts, strict=True)
         ]
         found = [
-            steps.Item(x, item.text, item.notes.get("sender"), v)
+            steps.Item(x, item.text, item.notes.get("sender"), v, language=item.language)
             for x, item, v in zip(raw, items, verdicts, strict=True)
         ]
         tenant = rt.policy.tenant_config(ctx.tenant)

@@ -58,7 +58,8 @@ def sender_lists(scope: Scope, items: Sequence[Item]) -> None:
 def language_policy(scope: Scope, items: Sequence[Item]) -> None:
     """``ok_languages`` and ``language_action`` (``languages.py``)."""
     rule = scope.rule
-    found = languages.for_items(rule, [i.raw for i in items], [i.text for i in items])
+    raw, texts, known = [i.raw for i in items], [i.text for i in items], [i.language for i in items]
+    found = languages.for_items(rule, raw, texts, known)
     for item, f in zip(items, found, strict=True):
         item.language = f
         item.verdict = languages.verdict(rule, item.verdict, f, item.listed)

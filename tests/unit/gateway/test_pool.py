@@ -49,6 +49,18 @@ def test_answers_what_normalize_email_answers() -> None:
 
 
 @pytest.mark.timeout(60)
+def test_the_worker_names_the_language_the_service_would() -> None:
+    from textgate.signals.language import detect
+
+    async def body(pool: ParsePool) -> None:
+        parsed = await pool.parse(MAIL, SETTINGS)
+        assert parsed.normalized == normalize_email(MAIL, SETTINGS)
+        assert parsed.language == detect(parsed.normalized.text)
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
 def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
     async def body(pool: ParsePool) -> None:
         result = await pool.email(HANG, SETTINGS)
