@@ -40,8 +40,8 @@ from textgate.errors import (
     Unauthorized,
 )
 from textgate.gateway import logs
-from textgate.gateway.lifecycle import Gateway, gateway_of
 from textgate.gateway.release_hook import ReleaseHook
+from textgate.gateway.runtime import Gateway, gateway_of
 from textgate.gateway.schema import ERRORS, ErrorResponse
 
 # Admin bodies are a few small JSON fields; a 32 MB unauthenticated body was read and

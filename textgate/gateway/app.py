@@ -4,7 +4,7 @@ admin, feedback, console and docs routes come from their own modules.
     app = create_app(Config.load("textgate.yaml"), endpoints=["127.0.0.1:8001"])
 
 Where the rest lives: the gateway object (runtime, start/stop, reload, readiness) in
-``lifecycle.py``; body reading and parsing in ``request_body.py``; the wire schema in
+``runtime.py``; body reading and parsing in ``request_body.py``; the wire schema in
 ``schema.py``; errors in ``error_handlers.py`` (one table: ``http_errors.py``); request ids,
 traces and the admin gate in ``middleware.py``. Every answer carries ``X-Request-ID`` and
 ``traceparent``.
@@ -30,12 +30,12 @@ from textgate.gateway import (
     console,
     corrections,
     error_handlers,
-    mail,
+    mail_front,
     middleware,
     panel,
     request_body,
 )
-from textgate.gateway.lifecycle import Gateway, gateway_of, install_sighup
+from textgate.gateway.runtime import Gateway, gateway_of, install_sighup
 from textgate.gateway.schema import ERRORS, REQUEST_BODY, ClassifyResponse
 from textgate.gateway.service import Context, Runtime
 from textgate.gateway.session import LoginThrottle, SessionFile, Sessions
@@ -73,7 +73,7 @@ def create_app(
         app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
-        app.state.mail = listeners = mail.Listeners(gw)  # spamd and milter
+        app.state.mail = listeners = mail_front.Listeners(gw)  # spamd and milter
         await listeners.start()
         install_sighup(gw)
         try:

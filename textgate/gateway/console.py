@@ -40,7 +40,7 @@ from textgate.errors import (
     Unauthorized,
 )
 from textgate.gateway import logs, panel, review_records
-from textgate.gateway.headers import spamc_label
+from textgate.gateway.marks import spamc_label
 from textgate.gateway.review_store import Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import (
@@ -53,7 +53,7 @@ from textgate.gateway.session import (
 )
 
 if TYPE_CHECKING:
-    from textgate.gateway.lifecycle import Gateway
+    from textgate.gateway.runtime import Gateway
 
 router = APIRouter(include_in_schema=False)
 CSP = (

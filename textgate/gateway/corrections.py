@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from textgate.errors import InvalidInput
 from textgate.gateway import explain
-from textgate.gateway.lifecycle import gateway_of
+from textgate.gateway.runtime import gateway_of
 
 router = APIRouter(tags=["feedback"])
 MAX_FEEDBACK_BYTES = 1_048_576

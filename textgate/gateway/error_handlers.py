@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from textgate.errors import GatewayError, InvalidInput, TextgateError
 from textgate.gateway import logs
 from textgate.gateway.http_errors import error_body, retry_after, status_of
-from textgate.gateway.lifecycle import gateway_of
+from textgate.gateway.runtime import gateway_of
 
 
 def error_response(exc: BaseException, request: Request) -> JSONResponse:

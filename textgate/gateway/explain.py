@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from textgate.gateway.headers import Span
+from textgate.gateway.marks import Span
 
 MAX_SPANS = 20  # ?explain=N upper bound
 MAX_CANDIDATES = 48  # texts per occlusion request, the unoccluded one not counted

@@ -19,7 +19,7 @@ from textgate.errors import GatewayError
 from textgate.gateway import admin, console, logs
 from textgate.gateway.error_handlers import error_response
 from textgate.gateway.fastpath import ClassifyFastPath
-from textgate.gateway.lifecycle import Gateway
+from textgate.gateway.runtime import Gateway
 
 
 def install(app: FastAPI) -> None:

@@ -18,7 +18,7 @@ Apache-2.0. The protocol itself is a dozen packet types.
 
 The MTA's ``X-Spam-*`` headers are deleted (``m`` with an empty value, SMFIF_CHGHDRS) in
 every reply that adds headers, unless ``mail.strip_spam_headers`` is false: a sender can
-forge ``X-Spam-Status: No`` for the filters after us (``headers.strip_spam_headers`` is the
+forge ``X-Spam-Status: No`` for the filters after us (``marks.strip_spam_headers`` is the
 same rule for spamd).
 
 Limits: a body past ``max_bytes`` is not kept (the message is accepted unscanned with an
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from textgate.errors import Kind, TextgateError
-from textgate.gateway import headers, logs
+from textgate.gateway import logs, marks
 from textgate.gateway.listener import Listener, no_count
 from textgate.gateway.spamd import Scanner
 
@@ -119,9 +119,9 @@ def deletes(names: list[bytes]) -> list[bytes]:
     return out[::-1]
 
 
-def answer(kind: str, mark: headers.Mark | None) -> list[bytes]:
+def answer(kind: str, mark: marks.Mark | None) -> list[bytes]:
     """The end-of-message packets for a reply kind."""
-    add = [packet(b"h", _cstr(k, v)) for k, v in headers.header_lines(mark)] if mark else []
+    add = [packet(b"h", _cstr(k, v)) for k, v in marks.header_lines(mark)] if mark else []
     rid = mark.request_id if mark else ""
     if kind == "accept":
         return [packet(b"a")]
@@ -161,14 +161,14 @@ class Server(Listener):
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, busy: bool
     ) -> None:
         try:
-            await Session(self, reader, writer, busy=busy).run()
+            await Connection(self, reader, writer, busy=busy).run()
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             self.count("connection", "dropped")
         except Exception as exc:  # a bug must not kill the listener
             logs.logger.exception("milter: unexpected error", exc_info=exc)
 
 
-class Session:
+class Connection:
     """One MTA connection: any number of transactions until Q."""
 
     def __init__(
@@ -226,7 +226,7 @@ class Session:
             name, _, rest = data.partition(b"\0")
             value = rest.split(b"\0", 1)[0]
             self.message.add(name + b": " + value + b"\r\n", self.server.max_bytes, header=True)
-            if headers.is_spam_header(name):
+            if marks.is_spam_header(name):
                 self.message.spam_headers.append(name)
         elif cmd == b"R":
             self.message.recipients.append(_address(data))

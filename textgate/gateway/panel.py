@@ -7,7 +7,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from textgate.gateway.lifecycle import Gateway
+    from textgate.gateway.runtime import Gateway
 
 WINDOW_S = 300.0
 

@@ -5,7 +5,7 @@
 
 PING, SKIP, CHECK, SYMBOLS, REPORT, REPORT_IFSPAM, PROCESS, HEADERS and TELL; ``Compress:
 zlib`` bodies (answers are never compressed: spamc 4 does not expect it); ``User`` names the
-tenant. The scanning itself is a ``Scanner`` (``mail.py``: the gateway's service layer), so
+tenant. The scanning itself is a ``Scanner`` (``mail_front.py``: the gateway's one path), so
 this module is the wire format and its limits only:
 
 - a connection cap (``listener.py``, with the count and the timeout): the connection
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from textgate.errors import Kind, TextgateError, kind_of
-from textgate.gateway import headers, logs
+from textgate.gateway import logs, marks
 from textgate.gateway.listener import Listener, no_count
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ DRAIN_FACTOR = 4  # an over-limit body is read away (so spamc sees the answer) u
 class Scanner(Protocol):
     async def scan(
         self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
-    ) -> headers.Mark: ...
+    ) -> marks.Mark: ...
 
     async def learn(self, raw: bytes, label: str, user: str | None, *, remove: bool) -> None: ...
 
@@ -353,20 +353,20 @@ def _places(value: str) -> list[str]:
     return [p.strip().lower() for p in value.split(",") if p.strip()]
 
 
-def render(method: str, mark: headers.Mark, raw: bytes, *, strip: bool = True) -> bytes:
+def render(method: str, mark: marks.Mark, raw: bytes, *, strip: bool = True) -> bytes:
     """The EX_OK answer of a scan command; ``strip``: drop the message's own X-Spam-*."""
-    spam = {"Spam": headers.spam_header(mark)}
+    spam = {"Spam": marks.spam_header(mark)}
     if method == "CHECK":
         return answer(EX_OK, None, spam)
     if method == "SYMBOLS":
         return with_body(EX_OK, spam, ",".join(mark.rules).encode())
     if method == "REPORT" or (method == "REPORT_IFSPAM" and mark.spam):
-        return with_body(EX_OK, spam, headers.report(mark).encode("utf-8", "replace"))
+        return with_body(EX_OK, spam, marks.report(mark).encode("utf-8", "replace"))
     if method == "REPORT_IFSPAM":
         return answer(EX_OK, None, spam)
-    out = headers.marked(headers.strip_spam_headers(raw) if strip else raw, mark)
+    out = marks.marked(marks.strip_spam_headers(raw) if strip else raw, mark)
     if method == "HEADERS":
-        out = headers.header_section(out)
+        out = marks.header_section(out)
     return with_body(EX_OK, spam, out)
 
 

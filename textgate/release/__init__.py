@@ -31,6 +31,7 @@ from textgate.names import TASK_PATTERN, check_task
 from textgate.names import version_ensemble as ensemble
 from textgate.release.gate import Infer, gate_report, read_labelled
 from textgate.release.install import version_models
+from textgate.release.manager import CRASH_ENV, Releases
 from textgate.release.ops import BY_NAME, OPERATIONS, Operation, Param
 from textgate.release.picker import STATE_DIR, StateView, bucket, pick
 from textgate.release.state import (
@@ -44,7 +45,6 @@ from textgate.release.state import (
     write_json_atomic,
     write_state,
 )
-from textgate.release.store import CRASH_ENV, Releases
 from textgate.release.watch import CanaryWatch, psi
 from textgate.triton.control import HttpControl, ModelControl, http_infer
 

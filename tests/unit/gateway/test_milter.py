@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mailtools import FakeScanner, Loop, run_miltertest, script, split_message
 
-from textgate.gateway import headers, milter
+from textgate.gateway import marks, milter
 
 DATA = Path(__file__).parents[2] / "data" / "email"
 MESSAGE = (DATA / "html_only.eml").read_bytes()
@@ -268,5 +268,5 @@ def test_deletes_and_spam_header_names() -> None:
         milter.packet(b"m", struct.pack("!I", 2) + b"X-SPAM-FLAG\0\0"),
         milter.packet(b"m", struct.pack("!I", 1) + b"X-Spam-Flag\0\0"),
     ]
-    assert headers.is_spam_header("x-spam-level") and headers.is_spam_header(b"X-Spam-Status")
-    assert not headers.is_spam_header("X-Spammer") and not headers.is_spam_header("Subject")
+    assert marks.is_spam_header("x-spam-level") and marks.is_spam_header(b"X-Spam-Status")
+    assert not marks.is_spam_header("X-Spammer") and not marks.is_spam_header("Subject")

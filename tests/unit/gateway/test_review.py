@@ -115,7 +115,7 @@ def test_an_unusable_path_is_a_review_store_error(tmp_path: Path) -> None:
 
 def test_a_reload_bounds_moves_or_turns_off_the_store(tmp_path: Path) -> None:
     from textgate.config import Config
-    from textgate.gateway.lifecycle import Gateway
+    from textgate.gateway.runtime import Gateway
 
     def config(review: dict[str, Any]) -> Config:
         return Config.from_dict(

@@ -105,7 +105,7 @@ def test_a_bad_entry_is_a_config_error(entry: str) -> None:
 
 def test_the_tenant_of_mail_is_the_user_else_a_recipient_domain() -> None:
     from textgate.config import PolicyConfig
-    from textgate.gateway.mail import delivered_to, tenant_of_mail
+    from textgate.gateway.mail_front import delivered_to, tenant_of_mail
 
     policy = PolicyConfig(
         tenants=(

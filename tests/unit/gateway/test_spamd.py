@@ -16,8 +16,8 @@ from mailtools import FakeScanner, Loop
 
 from textgate.config import MailConfig
 from textgate.errors import ConfigError
-from textgate.gateway import headers, milter, spamd
-from textgate.gateway.headers import Mark
+from textgate.gateway import marks, milter, spamd
+from textgate.gateway.marks import Mark
 
 DATA = Path(__file__).parents[2] / "data" / "email"
 
@@ -25,7 +25,7 @@ DATA = Path(__file__).parents[2] / "data" / "email"
 def _mark() -> Mark:
     probs = {"ham": 0.1, "spam": 0.3, "phish": 0.6}
     return Mark(True, 7.5, 5.0, "quarantine", "phish", 0.9, probs, "spam/3 (int8)", "rid-1",
-                headers.tests_of(probs, "phish", "quarantine"))  # fmt: skip
+                marks.tests_of(probs, "phish", "quarantine"))  # fmt: skip
 
 
 @pytest.fixture
@@ -245,7 +245,7 @@ def test_process_and_headers_drop_incoming_spam_headers(method: str) -> None:
     assert head.startswith(b"SPAMD/1.5 0 EX_OK\r\n")
     assert message.startswith(b"X-Spam-Flag: YES\r\n") and b"tests=ALL_TRUSTED" not in out
     assert b"score=-100" not in out and b"x-spam-flag" not in out
-    ours = b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.header_lines(_fake_mark()))
+    ours = b"".join(f"{k}: {v}\r\n".encode() for k, v in marks.header_lines(_fake_mark()))
     if method == "PROCESS":
         assert message == ours + STRIPPED
     else:

@@ -24,14 +24,14 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config, PolicyConfig
-from textgate.gateway import headers, languages, logs
+from textgate.gateway import languages, logs, marks
 from textgate.gateway.service import Context, Runtime
 
 if TYPE_CHECKING:
-    from textgate.gateway.lifecycle import Gateway
+    from textgate.gateway.runtime import Gateway
 
 REQUEST_ID_HEADER = b"x-textgate-request-id"
-_NOT_SPAM = ("allow", "uncertain", *headers.NEGATIVE_LABELS)
+_NOT_SPAM = ("allow", "uncertain", *marks.NEGATIVE_LABELS)
 
 
 class Scanner:
@@ -46,7 +46,7 @@ class Scanner:
 
     async def scan(
         self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
-    ) -> headers.Mark:
+    ) -> marks.Mark:
         gw = self.gw
         rt = gw.runtime
         task = rt.config.mail.task
@@ -75,7 +75,7 @@ class Scanner:
             text = rt.preparer.email(raw).text
             await desk.store.remove_async(text_sha256=feedback.sha256(text), tenant=tenant)
             return
-        label = headers.spamc_label(label, rt.router.route(task).labels)
+        label = marks.spamc_label(label, rt.router.route(task).labels)
         rid = _request_id_header(raw)
         await desk.correct(rt, task, label, tenant, raw=raw, request_id=rid, source="spamd")
 
@@ -156,8 +156,8 @@ def mark(
     task: str,
     tenant: str | None,
     result: dict[str, Any],
-    spans: Sequence[headers.Span] = (),
-) -> headers.Mark:
+    spans: Sequence[marks.Span] = (),
+) -> marks.Mark:
     """A service result as SpamAssassin-style points and rules."""
     cfg = config.mail
     rule = rt.policy.rule(task, tenant)
@@ -165,12 +165,12 @@ def mark(
     spam = result["action"] not in _NOT_SPAM
     if score is None or (isinstance(score, float) and math.isnan(score)):
         spam = True
-    raw_points = headers.points(score, rule.review_at, cfg.required_points, cfg.max_points)
+    raw_points = marks.points(score, rule.review_at, cfg.required_points, cfg.max_points)
     model = result["model"]
     probs = dict(result["probabilities"])
-    return headers.Mark(
+    return marks.Mark(
         spam=spam,
-        points=headers.shown_points(raw_points, spam, cfg.required_points),
+        points=marks.shown_points(raw_points, spam, cfg.required_points),
         required=cfg.required_points,
         action=result["action"],
         label=result["label"],
@@ -178,7 +178,7 @@ def mark(
         probabilities=probs,
         model=f"{model['name']}/{model['version']} ({result['precision_path']})",
         request_id=result["request_id"],
-        tests=headers.tests_of(probs, result["label"], result["action"], spans),
+        tests=marks.tests_of(probs, result["label"], result["action"], spans),
         spans=tuple(spans),
         symbols=_symbols(result),
     )

@@ -1,4 +1,4 @@
-"""The gateway object: the runtime a config reload swaps, its start and stop, task
+"""The gateway runtime (``Gateway``): what a config reload swaps, its start and stop, task
 discovery and the checks a discovered model must pass, and readiness.
 
     gw = Gateway(Config.load("textgate.yaml"), endpoints=["127.0.0.1:8001"])

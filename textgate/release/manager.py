@@ -1,4 +1,5 @@
-"""The release store: every version of every task in one repository; crash-safe writes.
+"""The release manager (``Releases``): every version of every task in one repository; every
+operation (add, promote, rollback) with crash-safe writes.
 
 A mutating operation (add, promote, rollback) is: (1) its intent to ``journal.json``
 (atomic); (2) the idempotent Triton work (copy, verify, build, load); (3) the commit, the new
