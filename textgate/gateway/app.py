@@ -98,7 +98,11 @@ def create_app(
     app.include_router(corrections.router)
     app.include_router(console.router)
     app.include_router(apidocs.router)
-    middleware.install(app)
+    middleware.install(
+        app,
+        gates={"/admin/": admin.check_before_body, "/ui/": console.check_before_body},
+        security=console.security_headers,
+    )
     return app
 
 

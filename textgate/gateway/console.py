@@ -40,7 +40,7 @@ from textgate.errors import (
     Unauthorized,
 )
 from textgate.gateway import logs, panel, review_records
-from textgate.gateway.marks import spamc_label
+from textgate.gateway.policy import spamc_label
 from textgate.gateway.review_store import Filters, Held, ReviewStore
 from textgate.gateway.service import Context
 from textgate.gateway.session import (

@@ -18,7 +18,7 @@ from textgate.config import FeedbackConfig
 from textgate.errors import InvalidInput, NotFound
 from textgate.gateway import explain
 from textgate.gateway.context import Context, Runtime
-from textgate.gateway.marks import Span
+from textgate.gateway.explain import Span
 from textgate.signals import wire
 
 

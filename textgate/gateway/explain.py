@@ -21,8 +21,6 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from textgate.gateway.marks import Span
-
 MAX_SPANS = 20  # ?explain=N upper bound
 MAX_CANDIDATES = 48  # texts per occlusion request, the unoccluded one not counted
 _WORD = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
@@ -36,6 +34,18 @@ _STOP = frozenset(
 )
 
 ScoreFn = Callable[[Sequence[str]], Awaitable[Sequence[float]]]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One explanation span: removing it moved the score by ``contribution``."""
+
+    text: str
+    kind: str  # "word", "phrase" or "domain"
+    contribution: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"span": self.text, "kind": self.kind, "contribution": round(self.contribution, 4)}
 
 
 @dataclass(frozen=True)

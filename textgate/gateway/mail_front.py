@@ -24,14 +24,15 @@ from prometheus_client import Counter
 
 from textgate import feedback
 from textgate.config import Config, PolicyConfig
-from textgate.gateway import languages, logs, marks
+from textgate.gateway import languages, logs, marks, policy
+from textgate.gateway.explain import Span
 from textgate.gateway.service import Context, Runtime
 
 if TYPE_CHECKING:
     from textgate.gateway.runtime import Gateway
 
 REQUEST_ID_HEADER = b"x-textgate-request-id"
-_NOT_SPAM = ("allow", "uncertain", *marks.NEGATIVE_LABELS)
+_NOT_SPAM = ("allow", "uncertain", *policy.NEGATIVE_LABELS)
 
 
 class Scanner:
@@ -75,7 +76,7 @@ class Scanner:
             text = rt.preparer.email(raw).text
             await desk.store.remove_async(text_sha256=feedback.sha256(text), tenant=tenant)
             return
-        label = marks.spamc_label(label, rt.router.route(task).labels)
+        label = policy.spamc_label(label, rt.router.route(task).labels)
         rid = _request_id_header(raw)
         await desk.correct(rt, task, label, tenant, raw=raw, request_id=rid, source="spamd")
 
@@ -156,7 +157,7 @@ def mark(
     task: str,
     tenant: str | None,
     result: dict[str, Any],
-    spans: Sequence[marks.Span] = (),
+    spans: Sequence[Span] = (),
 ) -> marks.Mark:
     """A service result as SpamAssassin-style points and rules."""
     cfg = config.mail

@@ -23,24 +23,13 @@ from dataclasses import dataclass, field
 
 from textgate import __version__, signals
 from textgate.gateway import languages
+from textgate.gateway.explain import Span
+from textgate.gateway.policy import NEGATIVE_LABELS
 
-NEGATIVE_LABELS = ("ham", "negative", "legit", "not_spam")
 _RULE_CHARS = re.compile(r"[^A-Z0-9_]+")
 SPAM_PREFIX = b"x-spam-"
 # RFC 5322 field name: printable ASCII but the colon; obsolete syntax allows blanks before it
 _FIELD = re.compile(rb"[!-9;-~]+[ \t]*:")
-
-
-@dataclass(frozen=True)
-class Span:
-    """One explanation span: removing it moved the score by ``contribution``."""
-
-    text: str
-    kind: str  # "word", "phrase" or "domain"
-    contribution: float
-
-    def as_dict(self) -> dict[str, object]:
-        return {"span": self.text, "kind": self.kind, "contribution": round(self.contribution, 4)}
 
 
 @dataclass(frozen=True)
@@ -234,11 +223,3 @@ def report(mark: Mark) -> str:
         lines += ["", "Spans that moved the score most (score without the span, by occlusion):"]
         lines += [f"{s.contribution:+.3f} {s.kind:<7} {s.text}" for s in mark.spans]
     return "\n".join(lines) + "\n"
-
-
-def spamc_label(label: str, labels: Sequence[str]) -> str:
-    """spamc's ``spam``/``ham`` as the task's label (a three-label model has both too)."""
-    if label in labels:
-        return label
-    negative = next((x for x in labels if x.lower() in NEGATIVE_LABELS), labels[0])
-    return negative if label == "ham" else labels[-1]

@@ -1,6 +1,9 @@
 """Plain ASGI middleware around every request: the request id and trace context, the
-in-flight gauge, the classify log line and its metrics; and the admin/console gate that
-checks a request from its headers before anything reads the body.
+in-flight gauge, the classify log line and its metrics; and the gate that checks an admin or
+console request from its headers before anything reads the body.
+
+What a path prefix checks before the body, and which paths get security headers, the app
+passes in (``install``): the console is a room of its own, not imported here.
 
 Plain ASGI, not Starlette's ``@app.middleware("http")``: that one runs every request through
 an anyio task group and memory streams per layer, a measurable share of a request.
@@ -9,6 +12,7 @@ an anyio task group and memory streams per layer, a measurable share of a reques
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -16,36 +20,47 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from textgate.errors import GatewayError
-from textgate.gateway import admin, console, logs
+from textgate.gateway import logs
 from textgate.gateway.error_handlers import error_response
 from textgate.gateway.fastpath import ClassifyFastPath
 from textgate.gateway.runtime import Gateway
 
+Check = Callable[[Request], None]
+SecurityHeaders = Callable[[str], list[tuple[bytes, bytes]]]
 
-def install(app: FastAPI) -> None:
+
+def _none(_path: str) -> list[tuple[bytes, bytes]]:
+    return []
+
+
+def install(
+    app: FastAPI, *, gates: Mapping[str, Check] = {}, security: SecurityHeaders = _none
+) -> None:
+    """``gates``: path prefix -> its check before the body; ``security``: a path's headers."""
     # Added first, so they run inside ``RequestContext`` (which sets the request id); the
     # classify fast path innermost, where the router would have run.
     app.add_middleware(ClassifyFastPath)
-    app.add_middleware(AdminGate)
-    app.add_middleware(RequestContext)
+    app.add_middleware(AdminGate, gates=dict(gates))
+    app.add_middleware(RequestContext, security=security)
 
 
 class AdminGate:
     """Admin and console requests are checked (peer, token shape, size) before any body is
     read."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, gates: dict[str, Check]) -> None:
         self.app = app
+        self.gates = gates
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path.startswith("/admin/") or path.startswith("/ui/"):
+        check = next((c for p, c in self.gates.items() if path.startswith(p)), None)
+        if check is not None:
             gw: Gateway | None = getattr(scope["app"].state, "gateway", None)
             if gw is not None:
                 request = Request(scope)
-                check = admin.check_before_body if path.startswith("/admin/") else None
                 try:
-                    (check or console.check_before_body)(request)
+                    check(request)
                 except GatewayError as exc:
                     await error_response(exc, request)(scope, receive, send)
                     return
@@ -55,8 +70,9 @@ class AdminGate:
 class RequestContext:
     """Request id and trace context, in-flight gauge, and the classify log line."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, security: SecurityHeaders) -> None:
         self.app = app
+        self.security = security
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -73,7 +89,7 @@ class RequestContext:
         status = 500
         ours = [(b"x-request-id", rid.encode("latin-1")),
                 (b"traceparent", trace.traceparent.encode("latin-1"))]  # fmt: skip
-        secure = console.security_headers(scope["path"])
+        secure = self.security(scope["path"])
 
         async def send_with_ids(message: Any) -> None:
             nonlocal status

@@ -23,6 +23,8 @@ API_KEY_HEADER = "X-API-Key"
 # A NaN or infinite probability is a defect of the model, not a score: no threshold may
 # read it, so the verdict is ``review`` and lists this defect (docs/gateway.md).
 NON_FINITE_OUTPUT = "model_output_not_finite"
+# A task label that means "not spam" (spamc's ham; the mail marks never flag it)
+NEGATIVE_LABELS = ("ham", "negative", "legit", "not_spam")
 
 
 @dataclass(frozen=True)
@@ -142,3 +144,11 @@ def on_malformed(rule: TaskPolicyConfig, verdict: Verdict) -> Verdict:
 def at_least(action: str, floor: str) -> str:
     """The stricter of two actions (allow < review < quarantine)."""
     return action if _SEVERITY.get(action, 0) >= _SEVERITY[floor] else floor
+
+
+def spamc_label(label: str, labels: Sequence[str]) -> str:
+    """spamc's ``spam``/``ham`` as the task's label (a three-label model has both too)."""
+    if label in labels:
+        return label
+    negative = next((x for x in labels if x.lower() in NEGATIVE_LABELS), labels[0])
+    return negative if label == "ham" else labels[-1]

@@ -28,7 +28,7 @@ from textgate.gateway.answer import Scored
 from textgate.gateway.context import Context, Runtime
 from textgate.gateway.desk import Desk
 from textgate.gateway.event_sink import EventSink
-from textgate.gateway.marks import Span
+from textgate.gateway.explain import Span
 from textgate.gateway.outbox import RequestRecord
 from textgate.gateway.policy import on_malformed, score_of
 from textgate.gateway.prepare import Prepared
