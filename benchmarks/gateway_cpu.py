@@ -45,7 +45,7 @@ from textgate.bench.measurement import warm_up
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target
 from textgate.config import RepositoryConfig, TritonConfig
-from textgate.gateway.outbox.rows import DDL, SCHEMA_VERSION
+from textgate.gateway.records.outbox.rows import DDL, SCHEMA_VERSION
 from textgate.repository import build
 from textgate.triton import TritonServer
 

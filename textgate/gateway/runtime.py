@@ -27,22 +27,22 @@ from starlette.requests import HTTPConnection
 from textgate import normalize
 from textgate.config import Config
 from textgate.errors import ConfigError, TextgateError, TritonError
-from textgate.gateway import logs, review_store
-from textgate.gateway.campaign import Campaigns
-from textgate.gateway.coalesce import Coalescer
-from textgate.gateway.context import Runtime
-from textgate.gateway.desk import Desk
-from textgate.gateway.event_sink import EventSink
-from textgate.gateway.limiter import Limiter
-from textgate.gateway.policy import Policy, check_labels
-from textgate.gateway.pool import ParsePool
-from textgate.gateway.prepare import Preparer
-from textgate.gateway.prometheus import Metrics
-from textgate.gateway.release_hook import ReleaseHook
-from textgate.gateway.replay import ReplayStore
-from textgate.gateway.routing import Router, discover
-from textgate.gateway.service import Service
-from textgate.gateway.unk import UnkCounter
+from textgate.gateway.records import logs, review_store
+from textgate.gateway.records.event_sink import EventSink
+from textgate.gateway.records.prometheus import Metrics
+from textgate.gateway.records.replay import ReplayStore
+from textgate.gateway.scoring.campaign import Campaigns
+from textgate.gateway.scoring.coalesce import Coalescer
+from textgate.gateway.scoring.context import Runtime
+from textgate.gateway.scoring.desk import Desk
+from textgate.gateway.scoring.limiter import Limiter
+from textgate.gateway.scoring.policy import Policy, check_labels
+from textgate.gateway.scoring.pool import ParsePool
+from textgate.gateway.scoring.prepare import Preparer
+from textgate.gateway.scoring.release_hook import ReleaseHook
+from textgate.gateway.scoring.routing import Router, discover
+from textgate.gateway.scoring.service import Service
+from textgate.gateway.scoring.unk import UnkCounter
 from textgate.normalize import NormalizeSettings
 from textgate.triton_client import Prediction, TritonClient
 

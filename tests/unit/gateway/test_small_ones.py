@@ -13,8 +13,8 @@ import pytest
 from textgate.config import Config, EventsConfig, default_outbox_path
 from textgate.errors import OutboxError, UnknownTask
 from textgate.gateway import runtime
-from textgate.gateway.outbox import Outbox
-from textgate.gateway.routing import Route, Router
+from textgate.gateway.records.outbox import Outbox
+from textgate.gateway.scoring.routing import Route, Router
 
 
 def _route(name: str) -> Route:
@@ -104,7 +104,7 @@ def test_the_shadow_log_honours_store_text(tmp_path: Path, store: bool) -> None:
 
     import numpy as np
 
-    from textgate.gateway.release_hook import ReleaseHook
+    from textgate.gateway.scoring.release_hook import ReleaseHook
 
     config = Config.from_dict(
         {
