@@ -60,7 +60,7 @@ def create_app(
         app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
-        app.state.mail = listeners = mail_front.Listeners(gw)  # spamd and milter
+        app.state.listeners = listeners = mail_front.Listeners(gw)  # spamd and milter
         await listeners.start()
         install_sighup(gw)
         try:

@@ -8,7 +8,8 @@
 
 The policy's action picks the reply through ``mail.milter_<action>`` (``replies``); the
 message is rebuilt from the header and body packets as it arrived (``name: value`` CRLF,
-blank line, body bytes) and scanned by ``Mail.scan``, the same path as spamd and HTTP.
+blank line, body bytes) and scanned by ``front.Scanner.scan``: ``Service.run``, the path of
+spamd and HTTP too.
 
 Why not pymilter: it wraps Sendmail's libmilter, which keeps one milter per process in
 global state and runs ``smfi_main`` as a blocking loop with its own signal thread
