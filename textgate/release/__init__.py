@@ -8,13 +8,13 @@ state file; a switch is one atomic rename of that file (docs/lifecycle.md).
 
     REPO/T_vN*/                            the version's Triton models (``install``)
     REPO/.textgate-release/state.json      which version serves, canary %, history (``state``)
-    REPO/.textgate-release/journal.json    the operation in progress (``store``)
+    REPO/.textgate-release/journal.json    the operation in progress (``manager``)
     REPO/.textgate-release/bundles/T/N/    the verified copy of the version's bundle
     REPO/.textgate-release/shadow/T.jsonl  texts scored by serving and candidate (``shadow``)
     REPO/.textgate-release/reports/        compare reports (``gate``)
 
     state.py    ReleaseState / TaskState / VersionInfo: typed, checked, atomic file I/O
-    store.py    Releases: the operations, the journal, crash recovery, reconcile
+    manager.py  Releases: the operations, the journal, crash recovery, reconcile
     install.py  a version's files: bundle copy, models, the installed-manifest check
     picker.py   StateView: which version answers a request (the gateway's version picker)
     gate.py     compare: agreement and F1 (textgate.metrics) -> passed, reasons

@@ -221,6 +221,7 @@ class Server(Listener):
     async def handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, busy: bool
     ) -> None:
+        # ``busy`` is always False here: spamd refuses a connection beyond the cap (refuse)
         method = "?"
         peername = writer.get_extra_info("peername")
         peer = str(peername[0]) if isinstance(peername, tuple) and peername else None
