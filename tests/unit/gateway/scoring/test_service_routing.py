@@ -326,3 +326,54 @@ def test_discovery_names_a_configured_task_triton_lacks() -> None:
     with pytest.raises(TritonUnavailable, match="no ready task sentiment") as err:
         asyncio.run(discover(FakeIndex(_ensemble("spam")), ["spam", "sentiment"]))  # type: ignore[arg-type]
     assert status_of(err.value) == 503
+
+
+# --- one path: classify -> explain -> record, whichever front end asks --------------------------
+
+
+class FakeDesk:
+    """The runtime's desk: what it was asked to remember, and one span an explanation."""
+
+    def __init__(self) -> None:
+        self.remembered: list[list[str]] = []
+
+    def remember(self, task: str, raw: Any, tenant: Any, results: Sequence[Any]) -> None:
+        self.remembered.append([r["request_id"] for r in results])
+
+    async def spans(self, rt: Runtime, task: str, raw: Any, ctx: Context, n: int) -> list[Any]:
+        from textgate.gateway.scoring.explain import Span
+
+        return [Span("money", "word", 0.5)][:n]
+
+
+class FakeReviewStore:
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+
+    async def keep_async(self, **kw: Any) -> bool:
+        self.kept.append(kw["request_id"])
+        return True
+
+
+def test_run_records_every_front_ends_answer_once() -> None:
+    rt = runtime(FakeScorer(spam_at(0.99)))
+    desk, store, metrics = FakeDesk(), FakeReviewStore(), Metrics()
+    service = Service(metrics, RecordingSink(), desk=desk, review_store=lambda: store)  # type: ignore[arg-type]
+
+    def run(rid: str, **kw: Any) -> Any:
+        ctx = Context(request_id=rid)
+        return asyncio.run(service.run(rt, "spam", ["win money"], ctx, explain=1, **kw))
+
+    http, mail = run("h"), run("m", attach=False)  # HTTP attaches; spamd renders the spans
+    span = {"span": "money", "kind": "word", "contribution": 0.5}
+    assert http.results[0]["explanation"] == [span]
+    assert "explanation" not in mail.results[0] and mail.spans[0][0].as_dict() == span
+    assert desk.remembered == [["h"], ["m"]] and store.kept == ["h", "m"]
+    counted = [
+        s.value
+        for f in metrics.registry.collect()
+        if f.name == "textgate_requests"
+        for s in f.samples
+        if s.name == "textgate_requests_total"
+    ]
+    assert sum(counted) == 2
