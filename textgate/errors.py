@@ -1,9 +1,13 @@
 """The one exception tree of textgate.
 
-Every error a user can cause or meet is one of these; the CLI (``cli.py``) and the
-gateway (``gateway/http_errors.py``) map them to exit codes and HTTP statuses, each in one
-table. The gateway adds only HTTP-level classes (unknown task, auth, conflict) under
-``InputError``; what an input error means is said here, once.
+Every error a user can cause or meet is one of these. Each class carries a ``kind``: what
+happened, in no protocol's words (``Kind``). The CLI (``cli.py``) maps errors to exit codes;
+the gateway's front ends each map ``kind`` in one table of their own: HTTP statuses
+(``gateway/http_errors.py``), spamd exit codes (``gateway/spamd.py``), milter replies
+(``gateway/milter.py``). What an error means is said here, once.
+
+Just over 400 lines: the whole tree stays in one file, so that the drawing below is checked
+against one page of classes.
 
     TextgateError                  base: ``message`` plus an optional ``hint`` (the fix)
     ├── ConfigError                a configuration key is missing or invalid (names the key)
@@ -13,39 +17,72 @@ table. The gateway adds only HTTP-level classes (unknown task, auth, conflict) u
     ├── ExportError                ONNX export failed
     │   ├── ParityError            ONNX disagrees with PyTorch (carries every mismatch)
     │   └── VocabularyError        the tokenizer maps too much of the test split to [UNK]
-    ├── BundleError                a bundle is corrupt, incomplete or not a bundle (gateway: 422)
+    ├── BundleError                a bundle is corrupt, incomplete or not a bundle (invalid)
     ├── RepositoryError            a Triton model repository cannot be built
-    ├── TritonError                the Triton process or a model in it failed
+    ├── TritonError                the Triton process or a model in it failed (upstream)
     │   ├── TritonNotFound         no usable tritonserver / stub on this machine
     │   ├── TritonStartError       the server exited or did not become ready
     │   ├── ModelLoadError         a model failed to load (names the model, quotes the log)
-    │   ├── TritonUnavailable      no Triton endpoint answers (gateway: 503)
-    │   └── TritonTimeout          Triton did not answer within the deadline (gateway: 504)
+    │   ├── TritonUnavailable      no Triton endpoint answers (unavailable)
+    │   └── TritonTimeout          Triton did not answer within the deadline (timeout)
     ├── DependencyError            an extra (train, serve) missing, or the web stack not fitting
-    ├── Overloaded                 too much work in flight; retry after ``retry_after_s`` (429)
+    ├── Overloaded                 too much work in flight; retry after ``retry_after_s``
+    ├── ParseWorkerError           an e-mail parse worker process did not start (unavailable)
     ├── InputError                 a request's input cannot be classified (``reason``: a code)
-    │   ├── PayloadTooLarge        over a size limit: body, headers, text (gateway: 413)
-    │   ├── UnsupportedContentType a content type the gateway does not read (gateway: 415)
-    │   └── InvalidInput           unusable as sent; names the ``field`` (gateway: 422)
-    │       ├── EmptyText          nothing left to classify after normalization
-    │       ├── MalformedMessage   a MIME structure that cannot be read unambiguously
-    │       └── MessageTooComplex  more MIME parts or deeper nesting than allowed
+    │   ├── PayloadTooLarge        over a size limit: body, headers, text (too_large)
+    │   ├── UnsupportedContentType a content type the gateway does not read (unsupported)
+    │   ├── InvalidInput           unusable as sent; names the ``field`` (invalid)
+    │   │   ├── EmptyText          nothing left to classify after normalization
+    │   │   ├── MalformedMessage   a MIME structure that cannot be read unambiguously
+    │   │   └── MessageTooComplex  more MIME parts or deeper nesting than allowed
+    │   └── GatewayError           a request to the gateway names the wrong thing (``field``)
+    │       ├── UnknownTask        a task no Triton endpoint serves (not_found)
+    │       ├── NotFound           something the gateway does not have: an expired request id
+    │       ├── Unauthorized       a missing or wrong API key or admin token (unauthenticated)
+    │       ├── Forbidden          a known caller asks for another tenant's mail (forbidden)
+    │       └── Conflict           the current state does not allow it (conflict)
     ├── OutboxError                the event outbox cannot be opened or written (names the file)
-    │   └── OutboxFull             the bound of unpublished events is reached (gateway: 503)
+    │   └── OutboxFull             the bound of unpublished events is reached (unavailable)
     ├── FeedbackError              the feedback store cannot be opened or written (names the file)
     │   └── ReviewStoreError       the review/quarantine store of the console, likewise
-    └── ReleaseError               a release operation is not possible now (gateway: 409)
+    └── ReleaseError               a release operation is not possible now (conflict)
         └── GateFailed             promote refused: the compare gate failed or never ran
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
+
+
+class Kind(enum.Enum):
+    """What went wrong, for a front end to answer in its own protocol's words."""
+
+    INVALID = "invalid"  # the input or the named thing is unusable as sent
+    TOO_LARGE = "too_large"
+    UNSUPPORTED = "unsupported"  # a content type that is not read
+    NOT_FOUND = "not_found"
+    UNAUTHENTICATED = "unauthenticated"
+    FORBIDDEN = "forbidden"
+    CONFLICT = "conflict"  # the current state does not allow it
+    OVERLOADED = "overloaded"  # too much work in flight: retry later
+    UNAVAILABLE = "unavailable"  # a part we depend on cannot take it now: retry later
+    TIMEOUT = "timeout"
+    UPSTREAM = "upstream"  # Triton failed the request
+    INTERNAL = "internal"  # an error of ours, in the tree (the CLI's failures)
+    BUG = "bug"  # anything outside the tree
+
+
+def kind_of(exc: BaseException) -> Kind:
+    return exc.kind if isinstance(exc, TextgateError) else Kind.BUG
 
 
 class TextgateError(Exception):
     """Base of all textgate errors: a message for people and, where known, the fix."""
+
+    kind: ClassVar[Kind] = Kind.INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -59,6 +96,8 @@ class TextgateError(Exception):
 class ConfigError(TextgateError):
     """A configuration value is invalid; ``key`` is its dotted name."""
 
+    kind = Kind.INVALID
+
     def __init__(self, key: str, problem: str, *, hint: str | None = None) -> None:
         super().__init__(f"config key '{key}': {problem}", hint=hint)
         self.key = key
@@ -66,6 +105,8 @@ class ConfigError(TextgateError):
 
 class DataError(TextgateError):
     """An input data file cannot be used as given."""
+
+    kind = Kind.INVALID
 
     def __init__(
         self,
@@ -123,6 +164,8 @@ class VocabularyError(ExportError):
 class BundleError(TextgateError):
     """A bundle is corrupt, incomplete, or not a bundle; ``file`` names the culprit."""
 
+    kind = Kind.INVALID
+
     # What an HTTP caller sent that is wrong: the bundle it named (``POST /admin/release/add``).
     field = "bundle"
 
@@ -137,6 +180,8 @@ class RepositoryError(TextgateError):
 
 class TritonError(TextgateError):
     """The Triton server process or a model in it failed."""
+
+    kind = Kind.UPSTREAM
 
 
 class TritonNotFound(TritonError):
@@ -162,13 +207,19 @@ class DependencyError(TextgateError):
 class TritonUnavailable(TritonError):
     """No Triton endpoint could take the request (all down, ejected or refusing)."""
 
+    kind = Kind.UNAVAILABLE
+
 
 class TritonTimeout(TritonError):
     """Triton did not answer within the request's deadline."""
 
+    kind = Kind.TIMEOUT
+
 
 class Overloaded(TextgateError):
     """The gateway is at its in-flight bound; the client should retry later."""
+
+    kind = Kind.OVERLOADED
 
     def __init__(self, message: str, *, retry_after_s: int = 1, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -178,9 +229,13 @@ class Overloaded(TextgateError):
 class ParseWorkerError(TextgateError):
     """An e-mail parse worker process did not start (the gateway's parse pool)."""
 
+    kind = Kind.UNAVAILABLE
+
 
 class OutboxError(TextgateError):
     """The event outbox (SQLite) cannot be opened, read or written; ``path`` names the file."""
+
+    kind = Kind.UNAVAILABLE
 
     def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
         super().__init__(f"event outbox {path}: {message}", hint=hint)
@@ -197,6 +252,8 @@ class OutboxFull(OutboxError):
 
 class FeedbackError(TextgateError):
     """The feedback store (SQLite) cannot be opened, read or written; ``path`` names the file."""
+
+    kind = Kind.UNAVAILABLE
 
     def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
         super().__init__(f"feedback store {path}: {message}", hint=hint)
@@ -228,6 +285,8 @@ class InputError(TextgateError):
     ``reason`` is a short stable code (``"too_many_parts"``) for responses and metrics.
     """
 
+    kind = Kind.INVALID
+
     def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.reason = reason
@@ -236,6 +295,8 @@ class InputError(TextgateError):
 class PayloadTooLarge(InputError):
     """The input is over a configured size limit; ``limit`` is that limit, ``field`` (when
     known) the input that is too large (``body``, ``content-length``)."""
+
+    kind = Kind.TOO_LARGE
 
     def __init__(
         self,
@@ -253,6 +314,8 @@ class PayloadTooLarge(InputError):
 
 class UnsupportedContentType(InputError):
     """The request's Content-Type is not one the gateway reads."""
+
+    kind = Kind.UNSUPPORTED
 
     def __init__(
         self, message: str, *, field: str = "content-type", hint: str | None = None
@@ -292,6 +355,53 @@ class MessageTooComplex(InvalidInput):
 class ReleaseError(TextgateError):
     """A release operation cannot run in the current state (no candidate, unknown version)."""
 
+    kind = Kind.CONFLICT
+
 
 class GateFailed(ReleaseError):
     """A promote was refused: the candidate's compare gate failed or has not run."""
+
+
+class GatewayError(InputError):
+    """A request to the gateway names the wrong thing; ``field`` names the offending input."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        reason: str = "invalid",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, hint=hint)
+        self.field = field
+
+
+class UnknownTask(GatewayError):
+    """The request names a task that no Triton endpoint serves."""
+
+    kind = Kind.NOT_FOUND
+
+
+class NotFound(GatewayError):
+    """A request names something the gateway does not have (an expired request id)."""
+
+    kind = Kind.NOT_FOUND
+
+
+class Unauthorized(GatewayError):
+    """A missing or wrong API key or admin token."""
+
+    kind = Kind.UNAUTHENTICATED
+
+
+class Forbidden(GatewayError):
+    """A known caller asks for something that is not its own (another tenant's mail)."""
+
+    kind = Kind.FORBIDDEN
+
+
+class Conflict(GatewayError):
+    """A request the current state does not allow (releases off, a contradicting decision)."""
+
+    kind = Kind.CONFLICT

@@ -56,7 +56,7 @@ def run_gateway(
     config_path: Path | None = None,
 ) -> Iterator[RunningGateway]:
     from textgate.gateway.app import create_app
-    from textgate.gateway.frontdoor import uvicorn_config
+    from textgate.gateway.http.frontdoor import uvicorn_config
 
     cfg = config if isinstance(config, Config) else Config.from_dict(config)
     app = create_app(cfg, endpoints=endpoints, config_path=config_path)

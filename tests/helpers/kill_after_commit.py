@@ -12,8 +12,8 @@ import os
 import sys
 from typing import Any
 
-from textgate.gateway import outbox
-from textgate.gateway.outbox import writer
+from textgate.gateway.records import outbox
+from textgate.gateway.records.outbox import writer
 
 _put_batch = outbox.Outbox._put_batch
 _commit = writer.Writer._commit

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from textgate.errors import InvalidInput, TritonUnavailable
-from textgate.gateway.headers import Mark
+from textgate.gateway.mailproto.marks import Mark
 
 HEADERS_ADDED = ("X-Spam-Flag", "X-Spam-Status", "X-Textgate-Action", "X-Textgate-Skipped")
 HEADERS_ADDED += ("X-Textgate-Error", "X-Textgate-Request-Id")

@@ -247,7 +247,7 @@ def test_triton_applies_the_bundle_temperature(calibrated: tuple) -> None:
 @pytest.mark.slow
 @pytest.mark.triton
 def test_gateway_refuses_a_bundle_trained_with_other_normalization(calibrated: tuple) -> None:
-    from textgate.gateway.lifecycle import Gateway
+    from textgate.gateway.runtime import Gateway
 
     _, server = calibrated
 

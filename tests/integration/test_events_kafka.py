@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry
 from tests.helpers.kafka_fixtures import TansuBroker, tansu_broker  # noqa: F401  (the fixture)
 from textgate import cli
 from textgate.config import KafkaConfig
-from textgate.gateway.events import EVENT_SCHEMA, Event
-from textgate.gateway.outbox import Outbox
-from textgate.gateway.publisher import Publisher, register_metrics
+from textgate.gateway.records.events import EVENT_SCHEMA, Event
+from textgate.gateway.records.outbox import Outbox
+from textgate.gateway.records.publisher import Publisher, register_metrics
 
 TOPIC = "textgate.events"
 
@@ -249,7 +249,7 @@ def test_events_sent_before_a_crash_are_not_sent_again(
 @pytest.mark.kafka
 @pytest.mark.timeout(60)
 def test_a_readback_that_cannot_reach_the_broker_sends_anyway(tmp_path: Path) -> None:
-    from textgate.gateway import readback
+    from textgate.gateway.records import readback
 
     with pytest.raises(readback.ReadbackError):
         readback.keys_in_topic(

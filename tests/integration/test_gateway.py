@@ -474,7 +474,7 @@ def test_cli_replay_reruns_a_record(triton: TritonServer, tmp_path: Path) -> Non
     import subprocess
     import sys
 
-    from textgate.gateway.replay import FORMAT
+    from textgate.gateway.records.replay import FORMAT
 
     record = {
         "format": FORMAT,

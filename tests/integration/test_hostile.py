@@ -153,7 +153,7 @@ def _health(c: httpx.Client, n: int) -> list[float]:
 
 
 def _events(gateway: RunningGateway, request_id: str) -> list[dict[str, object]]:
-    from textgate.gateway.outbox import read_rows
+    from textgate.gateway.records.outbox import read_rows
 
     rows = [json.loads(r.payload) for r in read_rows(gateway.outbox_path)]  # type: ignore[attr-defined]
     return [e for e in rows if e.get("request_id") == request_id]

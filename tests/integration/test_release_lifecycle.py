@@ -92,8 +92,8 @@ def test_switches_under_load_fail_no_request(served: tuple[str, Path], tmp_path:
 
 def _release_events(root: Path) -> list[dict[str, Any]]:
     """Release switches in the gateway's outbox (textgate.release-event/1)."""
-    from textgate.gateway.events import RELEASE_EVENT_SCHEMA, RELEASE_SCHEMA_ID
-    from textgate.gateway.outbox import read_rows
+    from textgate.gateway.records.events import RELEASE_EVENT_SCHEMA, RELEASE_SCHEMA_ID
+    from textgate.gateway.records.outbox import read_rows
 
     events = [json.loads(r.payload) for r in read_rows(root / "events.sqlite3")]
     out = [e for e in events if e["schema"] == RELEASE_SCHEMA_ID]

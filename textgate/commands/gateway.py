@@ -128,7 +128,7 @@ def _add_replay(sub: Subparsers) -> None:
 def _run_replay(args: argparse.Namespace) -> int:
     import asyncio
 
-    from textgate.gateway import replay
+    from textgate.gateway.records import replay
 
     cfg = load_config(args.config)
     record = replay.load(args.file)
@@ -180,7 +180,7 @@ def _add_events(sub: Subparsers) -> None:
 def _run_events_tail(args: argparse.Namespace) -> int:
     import time
 
-    from textgate.gateway.outbox import read_rows
+    from textgate.gateway.records.outbox import read_rows
 
     path = args.outbox or load_config(args.config).events.outbox_path
     rows = read_rows(path, last=max(0, args.n))
@@ -214,7 +214,7 @@ def _event_line(event: dict[str, Any], state: str) -> str:
             f"{head}{event.get('op')} v{event.get('version')} (serving v{event.get('serving')})"
             f"  {event.get('reason', '')}  {state}"
         )
-    from textgate.gateway.events import score_text
+    from textgate.gateway.records.events import score_text
 
     model = f"{event.get('model')}@{event.get('model_version')}/{event.get('variant')}"
     score = score_text(event.get("score"))  # null: a non-finite model output

@@ -20,7 +20,7 @@ class GatewayConfig:
     max_batch: int = 64  # texts per request
     max_in_flight: int = 32  # requests talking to Triton at once
     max_queue: int = 64  # requests waiting for a slot; beyond: 429
-    # Coalescing (textgate/gateway/coalesce.py): concurrent requests' texts share one
+    # Coalescing (textgate/gateway/scoring/coalesce.py): concurrent requests' texts share one
     # Triton call per model; sent at once while fewer than coalesce_max_inflight calls are
     # out, else queued until one returns or the oldest has waited coalesce_max_wait_ms.
     coalesce: bool = True
@@ -38,7 +38,7 @@ class GatewayConfig:
     # unk_ratio of tasks that set policy unk_note_above; release.repository is added.
     tokenizer_dirs: tuple[Path, ...] = ()
     replay_disagreement: float = 0.1  # |fast - fp32| score difference that counts as anomalous
-    # Campaign memory (textgate/gateway/campaign.py): the model's answer to an identical
+    # Campaign memory (textgate/gateway/scoring/campaign.py): the model's answer to an identical
     # message (same tenant, route, policy) reused for campaign_ttl_s; 0 entries: off.
     campaign_entries: int = 0
     campaign_ttl_s: float = 600.0
@@ -47,7 +47,7 @@ class GatewayConfig:
     # for tools and tests); a message not parsed within the budget is read best-effort.
     parse_workers: int = 2
     parse_budget_s: float = 1.0
-    # The front door (textgate/gateway/frontdoor.py): per connection, before the app.
+    # The front door (textgate/gateway/http/frontdoor.py): per connection, before the app.
     max_request_header_bytes: int = 65_536  # request line + headers; beyond: 431
     header_timeout_s: float = 10.0  # the request head must arrive within this; else 408
     body_timeout_s: float = 30.0  # the body must arrive within this of its head; else 408

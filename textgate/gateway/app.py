@@ -1,13 +1,12 @@
-"""The ASGI app: ``POST /v1/classify/{task}``, models, health, readiness, metrics; the
-admin, feedback, console and docs routes come from their own modules.
+"""The ASGI app, put together: the runtime, the front ends around it, their start and stop.
 
     app = create_app(Config.load("textgate.yaml"), endpoints=["127.0.0.1:8001"])
 
-Where the rest lives: the gateway object (runtime, start/stop, reload, readiness) in
-``lifecycle.py``; body reading and parsing in ``request_body.py``; the wire schema in
-``schema.py``; errors in ``error_handlers.py`` (one table: ``http_errors.py``); request ids,
-traces and the admin gate in ``middleware.py``. Every answer carries ``X-Request-ID`` and
-``traceparent``.
+The one place that knows every room: the lifespan starts the ``Gateway`` (``runtime.py``),
+then the mail listeners (``mailproto/``), and stops them in the reverse order; the HTTP
+routes (``http/``) and the console (``console/``) are included here, and the console's
+before-body gate and security headers handed to the HTTP middleware. A new front end (an
+LMTP listener) is started here and written in its own room.
 """
 
 from __future__ import annotations
@@ -16,30 +15,17 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import orjson
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 
 from textgate import __version__
 from textgate.config import Config
-from textgate.gateway import (
-    admin,
-    apidocs,
-    console,
-    corrections,
-    error_handlers,
-    mail,
-    middleware,
-    panel,
-    request_body,
-    review,
-)
-from textgate.gateway.lifecycle import Gateway, gateway_of, install_sighup
-from textgate.gateway.schema import ERRORS, REQUEST_BODY, ClassifyResponse
-from textgate.gateway.service import Context, Runtime
-from textgate.gateway.session import LoginThrottle, SessionFile, Sessions
+from textgate.gateway.console import panel
+from textgate.gateway.console import routes as console
+from textgate.gateway.console.session import LoginThrottle, SessionFile, Sessions
+from textgate.gateway.http import admin, apidocs, corrections, error_handlers, middleware, routes
+from textgate.gateway.mailproto import front as mail_front
+from textgate.gateway.runtime import Gateway, install_sighup
 
 
 def _sessions(gw: Gateway) -> Sessions:
@@ -74,13 +60,13 @@ def create_app(
         app.state.rates = panel.Rates()
         await gw.start()
         app.state.rates.sample(gw)  # the live panel's base: rates since startup
-        app.state.mail = desk = mail.Mail(gw)  # spamd/milter listeners, feedback store
-        await desk.start()
+        app.state.listeners = listeners = mail_front.Listeners(gw)  # spamd and milter
+        await listeners.start()
         install_sighup(gw)
         try:
             yield
         finally:
-            await desk.stop()
+            await listeners.stop()
             await gw.stop()
             app.state.sessions.close()
 
@@ -92,112 +78,19 @@ def create_app(
         docs_url=None,  # Swagger UI loads its assets from a CDN: blank offline (apidocs)
         redoc_url=None,
     )
-    _routes(app)
+    routes.install(app)
     error_handlers.install(app)
     app.include_router(admin.reload_router)
     app.include_router(admin.router)
     app.include_router(corrections.router)
     app.include_router(console.router)
     app.include_router(apidocs.router)
-    middleware.install(app)
+    middleware.install(
+        app,
+        gates={"/admin/": admin.check_before_body, "/ui/": console.check_before_body},
+        security=console.security_headers,
+    )
     return app
-
-
-def _routes(app: FastAPI) -> None:
-    @app.post(
-        "/v1/classify/{task}",
-        response_model=ClassifyResponse,
-        responses=ERRORS,
-        openapi_extra={"requestBody": REQUEST_BODY},
-        summary="Classify a text, a batch of texts, or a raw e-mail",
-    )
-    async def classify(task: str, request: Request) -> Any:
-        gw = gateway_of(request)
-        rt = gw.runtime  # this request's runtime, whatever a reload does meanwhile
-        media = request_body.media_type(request)
-        request_body.check_media(media)  # 415 before reading the body
-        body = await request_body.read_body(request, rt.config.gateway.max_body_bytes)
-        raw = request_body.parse(media, body, rt.config.gateway.max_batch)
-        ctx = _context(request, rt, task, media, body)
-        results = await gw.service.classify(rt, task, raw, ctx)
-        desk: mail.Mail = request.app.state.mail
-        desk.remember(task, raw, ctx.tenant, results)
-        await corrections.add_explanations(request, desk, rt, task, raw, results, ctx)
-        if gw.review is not None:
-            actions = rt.config.review.actions
-            await review.keep_results(gw.review, actions, task, raw, ctx.tenant, results, ctx.texts)
-        gw.metrics.classified(task, ctx.tenant, results)
-        gw.metrics.observe_stages(ctx.timings_ms, task)
-        # Serialized here, not validated into ClassifyResponse by FastAPI (~80 us an answer,
-        # benchmarks/response_validation.py); the contract test and the schemathesis run
-        # check every answer's shape against the schema.
-        out = {"request_id": ctx.request_id, "task": task, "results": results}
-        replay = {"X-Idempotent-Replay": "true"} if ctx.repeated else None
-        return Response(orjson.dumps(out), media_type="application/json", headers=replay)
-
-    @app.get("/v1/models", summary="Tasks, models, versions, variants and thresholds")
-    async def models(request: Request) -> dict[str, Any]:
-        rt = gateway_of(request).runtime
-        out = [_describe(rt, name) for name in rt.router.public()]
-        return {"tasks": out, "endpoints": rt.client.describe()}
-
-    @app.get("/healthz", summary="The process is alive")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz", summary="Every configured task's Triton models are ready")
-    async def readyz(request: Request) -> JSONResponse:
-        ok, reason = await gateway_of(request).ready()
-        return JSONResponse({"ready": ok, "reason": reason}, status_code=200 if ok else 503)
-
-    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
-    async def metrics(request: Request) -> Response:
-        gw = gateway_of(request)
-        for ep in gw.runtime.client.describe():
-            gw.metrics.endpoint_healthy.labels(ep["endpoint"]).set(1 if ep["healthy"] else 0)
-        gw.metrics.retries.set(gw.runtime.client.retries)
-        return Response(gw.metrics.render(), media_type="text/plain; version=0.0.4")
-
-
-def _context(request: Request, rt: Runtime, task: str, media: str, body: bytes) -> Context:
-    # Triton gets the trace context as gRPC metadata.
-    ctx = Context(
-        request_id=request.state.request_id,
-        headers={"traceparent": request.state.trace.traceparent},
-    )
-    ctx.tenant = request.state.tenant = rt.policy.tenant(request.headers)
-    ctx.sender = request.headers.get("x-sender")  # a canary key option
-    if request.headers.get("x-request-id") == ctx.request_id:  # the client's own id
-        ctx.client_id = ctx.request_id
-        ctx.payload_sha256 = request_body.payload_hash(task, media, body)
-    return ctx
-
-
-def _describe(rt: Runtime, name: str) -> dict[str, Any]:
-    """One task as /v1/models lists it: model, re-score, policy, tenants with overrides."""
-    route, rule = rt.router.routes[name], rt.policy.rule(name)
-    return {
-        "task": name,
-        "labels": list(route.labels),
-        "model": route.describe(),
-        "rescore": {
-            "model": route.precise,
-            "variant": route.precise_variant,
-            "enabled": bool(route.precise and rt.config.gateway.rescore),
-            "band": rule.rescore_band,
-        },
-        "policy": {
-            "kind": rule.kind,
-            "positive_label": rule.positive_label,
-            "review_at": rule.review_at,
-            "quarantine_at": rule.quarantine_at,
-            "uncertain_band": rule.uncertain_band,
-            "thresholds": list(rule.thresholds()),
-        },
-        "tenant_overrides": [
-            t.name for t in rt.config.policy.tenants if any(p.task == name for p in t.tasks)
-        ],
-    }
 
 
 def openapi_json() -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from textgate import bundle
 from textgate.config import Config, RepositoryConfig
 from textgate.errors import BundleError
-from textgate.gateway import logs
+from textgate.gateway.records import logs
 from textgate.release import Releases
 from textgate.triton import TritonServer
 
@@ -133,7 +133,7 @@ def _serve(
     import uvicorn
 
     from textgate.gateway.app import create_app
-    from textgate.gateway.frontdoor import uvicorn_config
+    from textgate.gateway.http.frontdoor import uvicorn_config
 
     app = create_app(config, endpoints=endpoints, config_path=config_path)
     server = uvicorn.Server(uvicorn_config(app, config.gateway, host=host, port=port))

@@ -8,13 +8,13 @@ state file; a switch is one atomic rename of that file (docs/lifecycle.md).
 
     REPO/T_vN*/                            the version's Triton models (``install``)
     REPO/.textgate-release/state.json      which version serves, canary %, history (``state``)
-    REPO/.textgate-release/journal.json    the operation in progress (``store``)
+    REPO/.textgate-release/journal.json    the operation in progress (``manager``)
     REPO/.textgate-release/bundles/T/N/    the verified copy of the version's bundle
     REPO/.textgate-release/shadow/T.jsonl  texts scored by serving and candidate (``shadow``)
     REPO/.textgate-release/reports/        compare reports (``gate``)
 
     state.py    ReleaseState / TaskState / VersionInfo: typed, checked, atomic file I/O
-    store.py    Releases: the operations, the journal, crash recovery, reconcile
+    manager.py  Releases: the operations, the journal, crash recovery, reconcile
     install.py  a version's files: bundle copy, models, the installed-manifest check
     picker.py   StateView: which version answers a request (the gateway's version picker)
     gate.py     compare: agreement and F1 (textgate.metrics) -> passed, reasons
@@ -31,6 +31,7 @@ from textgate.names import TASK_PATTERN, check_task
 from textgate.names import version_ensemble as ensemble
 from textgate.release.gate import Infer, gate_report, read_labelled
 from textgate.release.install import version_models
+from textgate.release.manager import CRASH_ENV, Releases
 from textgate.release.ops import BY_NAME, OPERATIONS, Operation, Param
 from textgate.release.picker import STATE_DIR, StateView, bucket, pick
 from textgate.release.state import (
@@ -44,7 +45,6 @@ from textgate.release.state import (
     write_json_atomic,
     write_state,
 )
-from textgate.release.store import CRASH_ENV, Releases
 from textgate.release.watch import CanaryWatch, psi
 from textgate.triton.control import HttpControl, ModelControl, http_infer
 

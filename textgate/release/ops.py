@@ -21,7 +21,7 @@ from textgate.release.gate import Infer
 from textgate.release.state import KEYS
 
 if TYPE_CHECKING:
-    from textgate.release.store import Releases
+    from textgate.release.manager import Releases
 
 
 @dataclass(frozen=True)

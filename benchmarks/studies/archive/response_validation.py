@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from fastapi.encoders import jsonable_encoder
 
-from textgate.gateway.schema import ClassifyResponse
+from textgate.gateway.http.schema import ClassifyResponse
 
 
 def answer(n: int) -> dict[str, Any]:

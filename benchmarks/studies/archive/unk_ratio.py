@@ -18,7 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-from textgate.gateway.unk import UnkCounter
+from textgate.gateway.scoring.unk import UnkCounter
 
 
 def main() -> None:

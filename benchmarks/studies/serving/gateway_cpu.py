@@ -43,7 +43,7 @@ from textgate.bench.procs import Proc, gateway, started
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target
 from textgate.config import RepositoryConfig, TritonConfig
-from textgate.gateway.outbox.rows import DDL, SCHEMA_VERSION
+from textgate.gateway.records.outbox.rows import DDL, SCHEMA_VERSION
 from textgate.repository import build
 from textgate.triton import TritonServer
 

@@ -10,7 +10,7 @@ import pytest
 from textgate import cli
 from textgate.config import Config
 from textgate.errors import ConfigError
-from textgate.gateway.lifecycle import Gateway
+from textgate.gateway.runtime import Gateway
 from textgate.normalize import NormalizeSettings
 
 

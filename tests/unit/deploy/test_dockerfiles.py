@@ -78,7 +78,7 @@ def test_the_gateway_image_holds_everything_textgate_serve_imports() -> None:
     # fastapi.responses tries orjson.
     allowed |= {"sniffio", "orjson"}
     code = (
-        "import sys, textgate.cli, textgate.gateway.server, textgate.gateway.publisher\n"
+        "import sys, textgate.cli, textgate.gateway.server, textgate.gateway.records.publisher\n"
         "from textgate.gateway.app import create_app; create_app()\n"
         "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})))"
     )

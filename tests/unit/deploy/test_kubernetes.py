@@ -214,7 +214,7 @@ def test_the_grace_period_outlasts_the_gateway_shutdown() -> None:
     """SIGTERM comes after preStop; then uvicorn finishes its requests (bounded by the
     config's timeouts) and the publisher its Kafka round (Publisher.stop's bound, a code
     default: the config has no drain timeout) before the outbox closes."""
-    from textgate.gateway.publisher import Publisher
+    from textgate.gateway.records.publisher import Publisher
 
     cfg = config_map_config()
     workload = gateway_set()

@@ -9,7 +9,7 @@ import pytest
 from textgate import replicas
 from textgate.config import Config
 from textgate.errors import ConfigError
-from textgate.gateway.lifecycle import Gateway
+from textgate.gateway.runtime import Gateway
 
 
 def config(tmp_path: Path, http: str, grpc: list[str]) -> Config:

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from textgate.config import Config, EventsConfig, default_outbox_path
-from textgate.errors import OutboxError
-from textgate.gateway import lifecycle
-from textgate.gateway.http_errors import UnknownTask
-from textgate.gateway.outbox import Outbox
-from textgate.gateway.routing import Route, Router
+from textgate.errors import OutboxError, UnknownTask
+from textgate.gateway import runtime
+from textgate.gateway.records.outbox import Outbox
+from textgate.gateway.scoring.routing import Route, Router
 
 
 def _route(name: str) -> Route:
@@ -67,7 +66,7 @@ def test_readyz_needs_several_failed_probes_once_ready(tmp_path: Path) -> None:
         "client": {"endpoints": ["127.0.0.1:9"]},
         "events": {"outbox_path": str(tmp_path / "events.sqlite3")},
     }
-    gw = lifecycle.Gateway(Config.from_dict(config))
+    gw = runtime.Gateway(Config.from_dict(config))
     gw.runtime.router = Router({"spam": _route("spam")})
     gw.runtime.client = FlakyClient([False, True, False, False, True, False, False, False])  # type: ignore[assignment]
 
@@ -105,7 +104,7 @@ def test_the_shadow_log_honours_store_text(tmp_path: Path, store: bool) -> None:
 
     import numpy as np
 
-    from textgate.gateway.release_hook import ReleaseHook
+    from textgate.gateway.scoring.release_hook import ReleaseHook
 
     config = Config.from_dict(
         {
@@ -115,7 +114,7 @@ def test_the_shadow_log_honours_store_text(tmp_path: Path, store: bool) -> None:
             "events": {"store_text": store, "outbox_path": str(tmp_path / "ev.db")},
         }
     )
-    gw = lifecycle.Gateway(config)
+    gw = runtime.Gateway(config)
     hook = gw.releases
     assert isinstance(hook, ReleaseHook)
 

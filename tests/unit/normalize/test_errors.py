@@ -18,7 +18,7 @@ import pytest
 
 from textgate import normalize
 from textgate.errors import InputError
-from textgate.gateway.http_errors import status_of
+from textgate.gateway.http.http_errors import status_of
 from textgate.normalize import (
     NormalizeSettings,
     best_effort,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from textgate import cli
-from textgate.gateway import admin
+from textgate.gateway.http import admin
 from textgate.release import OPERATIONS, ops
 
 NAMES = {op.name for op in OPERATIONS}

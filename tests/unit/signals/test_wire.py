@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from textgate.gateway.prepare import Prepared, Preparer
+from textgate.gateway.scoring.prepare import Prepared, Preparer
 from textgate.signals import wire
 
 

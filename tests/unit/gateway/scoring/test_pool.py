@@ -1,0 +1,138 @@
+"""The parse pool: answers like normalize_email, kills a parse past its budget and still
+answers (best effort), and keeps serving afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.helpers.slow_parse import MARKER, exit_at_once, normalize_or_hang
+from textgate.errors import EmptyText, ParseWorkerError, PayloadTooLarge
+from textgate.gateway.scoring.pool import ParsePool, _Worker
+from textgate.normalize import NormalizeSettings, normalize_email
+
+SETTINGS = NormalizeSettings()
+MAIL = b"From: a@example.com\r\nSubject: lunch\r\n\r\nsee you at noon\r\n"
+HANG = b"Subject: stuck\r\n" + MARKER + b"\r\n\r\nfree money\r\n"
+
+
+def with_pool(body: Callable[[ParsePool], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        pool = ParsePool(workers=1, budget_s=1.0, target=normalize_or_hang)
+        await pool.start()
+        try:
+            return await body(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.timeout(60)
+def test_answers_what_normalize_email_answers() -> None:
+    async def body(pool: ParsePool) -> None:
+        assert await pool.email(MAIL, SETTINGS) == normalize_email(MAIL, SETTINGS)
+        with pytest.raises(EmptyText) as err:
+            await pool.email(b"\r\n\r\n", SETTINGS)
+        assert err.value.reason == "empty" and err.value.field == "message"
+        with pytest.raises(PayloadTooLarge) as big:
+            await pool.email(b"Subject: x\r\n\r\n" + b"a" * (SETTINGS.max_body_bytes + 1), SETTINGS)
+        assert big.value.limit == SETTINGS.max_body_bytes
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_the_worker_names_the_language_the_service_would() -> None:
+    from textgate.signals.language import detect
+
+    async def body(pool: ParsePool) -> None:
+        parsed = await pool.parse(MAIL, SETTINGS)
+        assert parsed.normalized == normalize_email(MAIL, SETTINGS)
+        assert parsed.language == detect(parsed.normalized.text)
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
+    async def body(pool: ParsePool) -> None:
+        result = await pool.email(HANG, SETTINGS)
+        assert result.notes.best_effort and result.notes.defects == ("time_budget",)
+        assert result.text == "stuck free money" and pool.timeouts == 1
+        # The killed worker is replaced; once the new one has started (seconds on a loaded
+        # machine), the next message is parsed normally.
+        for _ in range(600):
+            if pool.idle:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.idle == 1
+        again = await pool.email(MAIL, SETTINGS)
+        assert again.text == "lunch see you at noon" and not again.notes.best_effort
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_busy_pool_answers_within_the_budget() -> None:
+    async def body(pool: ParsePool) -> None:
+        # The only worker hangs; a second message waits for it no longer than the budget.
+        hung, queued = await asyncio.gather(pool.email(HANG, SETTINGS), pool.email(MAIL, SETTINGS))
+        assert hung.notes.defects == ("time_budget",)
+        assert queued.notes.best_effort and queued.text == "lunch see you at noon"
+        assert queued.notes.defects[0] in ("parse_queue_timeout", "time_budget")
+
+    with_pool(body)
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_joins_the_pool_only_once_it_has_started() -> None:
+    # start() returns with every worker warmed up, so the first message's budget pays
+    # for its parse, not for a Python start and textgate's imports
+    async def body(pool: ParsePool) -> None:
+        assert pool.idle == 1
+        first = await pool.email(MAIL, SETTINGS)
+        assert not first.notes.best_effort and first.text == "lunch see you at noon"
+
+    with_pool(body)
+
+
+def test_a_worker_that_cannot_start_is_a_named_error() -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with pytest.raises(ParseWorkerError, match="did not start") as err:
+        _Worker(ctx, exit_at_once)
+    assert "parse_workers: 0" in str(err.value)  # the fix is named
+
+
+def test_a_worker_killed_by_two_threads_closes_its_pipe_once() -> None:
+    # A tainted worker's replacement (spare thread) and pool.close() (event loop) can kill
+    # the same worker at once; a second close of the pipe's descriptor is EBADF at best, and
+    # at worst closes the file that reused the number.
+    class Slow:
+        def kill(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:
+            time.sleep(0.2)  # the first kill is still here when the second one starts
+
+    class Counting:
+        closes = 0
+
+        def close(self) -> None:
+            Counting.closes += 1
+
+    worker = _Worker.__new__(_Worker)
+    worker.process, worker.conn = Slow(), Counting()  # type: ignore[assignment]
+    worker._lock, worker._killed = threading.Lock(), False
+    threads = [threading.Thread(target=worker.kill) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert Counting.closes == 1

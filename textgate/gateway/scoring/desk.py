@@ -1,0 +1,128 @@
+"""The feedback and explanation desk: recent verdicts, corrections, trigger words.
+
+    every front end's verdicts ──> remember ──> Recent (request id -> what was answered)
+    POST /v1/feedback, spamc -L ──> correct ──> FeedbackStore (the next training set)
+    ?explain=N, REPORT, console ──> spans   ──> explain (one more Triton request)
+
+Owned by the runtime (``Gateway``), not by any listener: the HTTP routes, the mail
+protocols and the console all reach the same desk, and it lives as long as the gateway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from textgate import feedback
+from textgate.config import FeedbackConfig
+from textgate.errors import InvalidInput, NotFound
+from textgate.gateway.scoring import explain
+from textgate.gateway.scoring.context import Context, Runtime
+from textgate.gateway.scoring.explain import Span
+from textgate.signals import wire
+
+
+class Desk:
+    def __init__(self, config: Callable[[], FeedbackConfig]) -> None:
+        self._config = config  # read at the first correction: a reload may move the store
+        cfg = config()
+        self.recent = feedback.Recent(cfg.recent_requests, cfg.recent_bytes)
+        self._store: feedback.FeedbackStore | None = None  # opened at the first correction
+
+    @property
+    def store(self) -> feedback.FeedbackStore:
+        if self._store is None:
+            self._store = feedback.FeedbackStore.from_config(self._config())
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def remember(
+        self,
+        task: str,
+        raw: Sequence[str | bytes],
+        tenant: str | None,
+        results: Sequence[dict[str, Any]],
+    ) -> None:
+        """Each answered item, for a correction that names its request id."""
+        for x, r in zip(raw, results, strict=True):
+            self.recent.remember(
+                r["request_id"],
+                feedback.Seen(
+                    task=task,
+                    raw=x,
+                    tenant=tenant,
+                    labels=tuple(r["probabilities"]),
+                    model=str(r["model"]["name"]),
+                    model_version=str(r["model"]["version"]),
+                    label=r["label"],
+                    score=r["score"],
+                    action=r["action"],
+                ),
+            )
+
+    async def spans(
+        self, rt: Runtime, task: str, raw: str | bytes, ctx: Context, n: int
+    ) -> list[Span]:
+        """The top ``n`` spans of the input's first piece, in one Triton request."""
+        item = rt.preparer.email(raw) if isinstance(raw, bytes) else rt.preparer.text(raw)
+        route = rt.router.route(task)
+        limit = min(explain.MAX_CANDIDATES, max(0, route.max_batch_size - 1))
+
+        async def score(texts: Sequence[str]) -> list[float]:
+            # each variant carries the message's symbols, as the verdict's pieces did
+            sent = [wire.frame(item.symbols, t) if route.signals else t for t in texts]
+            pred = await rt.client.infer(
+                route.model, sent, request_id=ctx.request_id, headers=ctx.headers
+            )
+            return [
+                rt.policy.decide(task, route.labels, [float(p) for p in row], ctx.tenant).score
+                for row in pred.probabilities
+            ]
+
+        domains = tuple(item.notes.get("link_domains") or ())
+        _, spans = await explain.explain(item.pieces[0], score, n, domains=domains, limit=limit)
+        return spans
+
+    async def correct(
+        self,
+        rt: Runtime,
+        task: str,
+        label: str,
+        tenant: str | None,
+        *,
+        raw: str | bytes | None = None,
+        request_id: str | None = None,
+        source: str,
+    ) -> feedback.Correction:
+        """One correction: by the message itself, or by the request id of a recent verdict."""
+        seen = self.recent.get(request_id) if request_id else None
+        if raw is None:
+            if seen is None:
+                raise NotFound(
+                    f"no recent verdict with request id {str(request_id)[:80]!r}",
+                    field="request_id",
+                    hint="the gateway keeps the last feedback.recent_requests verdicts in "
+                    "memory; send the message itself instead",
+                )
+            raw, task = seen.raw, seen.task
+        labels = seen.labels if seen is not None else rt.router.route(task).labels
+        if label not in labels:
+            raise InvalidInput(
+                f"label {label[:40]!r} is not one of task '{task}': {', '.join(labels)}",
+                field="label",
+            )
+        item = rt.preparer.email(raw) if isinstance(raw, bytes) else rt.preparer.text(raw)
+        return await self.store.add_async(
+            task=task,
+            label=label,
+            text=item.text,
+            source=source,
+            tenant=tenant if seen is None else (seen.tenant or tenant),
+            raw=raw if isinstance(raw, bytes) else raw.encode("utf-8"),
+            request_id=request_id,
+            previous=seen,
+        )

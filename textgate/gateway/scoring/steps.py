@@ -1,0 +1,77 @@
+"""The steps after the policy: each may change an item's verdict and add to its result.
+
+    policy.decide ─> on_malformed ─> STEPS: sender lists ─> language policy ─> the answer
+
+One list, run in order over every item of a request: a new per-item adjustment (a
+reputation list, a size rule) is one more function here, not one more pass in the service.
+The order matters: the language step leaves an allow-listed sender alone, so it runs after
+the sender lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from textgate.config import TaskPolicyConfig, TenantConfig
+from textgate.gateway.records.prometheus import Metrics
+from textgate.gateway.scoring import languages, senders
+from textgate.gateway.scoring.policy import Verdict
+from textgate.gateway.scoring.senders import Listed
+from textgate.signals.language import Language
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What every step of one request reads."""
+
+    task: str
+    rule: TaskPolicyConfig
+    tenant: TenantConfig | None
+    metrics: Metrics
+
+
+@dataclass
+class Item:
+    """One item on its way through the steps: what it is, its verdict, what was found."""
+
+    raw: str | bytes
+    text: str  # normalized
+    sender: str | None  # a raw e-mail's From address (normalize's ``sender`` note)
+    verdict: Verdict
+    listed: Listed | None = None
+    language: Language | None = None
+    result: dict[str, Any] = field(default_factory=dict)  # what the item's answer gains
+
+
+def sender_lists(scope: Scope, items: Sequence[Item]) -> None:
+    """A tenant's allow and block lists (``senders.py``)."""
+    raw, sent = [i.raw for i in items], [i.sender for i in items]
+    for item, x in zip(items, senders.for_items(scope.tenant, scope.rule, raw, sent), strict=True):
+        item.listed, item.verdict = x, senders.verdict(item.verdict, x)
+        item.result |= senders.as_result(x)
+        if x is not None:
+            scope.metrics.listed.labels(scope.task, x.list).inc()
+
+
+def language_policy(scope: Scope, items: Sequence[Item]) -> None:
+    """``ok_languages`` and ``language_action`` (``languages.py``)."""
+    rule = scope.rule
+    raw, texts, known = [i.raw for i in items], [i.text for i in items], [i.language for i in items]
+    found = languages.for_items(rule, raw, texts, known)
+    for item, f in zip(items, found, strict=True):
+        item.language = f
+        item.verdict = languages.verdict(rule, item.verdict, f, item.listed)
+        item.result |= languages.as_result(rule, f)
+        if f is not None and languages.unwanted(rule, f):
+            scope.metrics.languages.labels(scope.task, f.code).inc()
+
+
+Step = Callable[[Scope, Sequence[Item]], None]
+STEPS: tuple[Step, ...] = (sender_lists, language_policy)
+
+
+def run(scope: Scope, items: Sequence[Item]) -> None:
+    for step in STEPS:
+        step(scope, items)
