@@ -45,6 +45,7 @@ against one page of classes.
     │   └── OutboxFull             the bound of unpublished events is reached (unavailable)
     ├── FeedbackError              the feedback store cannot be opened or written (names the file)
     │   └── ReviewStoreError       the review/quarantine store of the console, likewise
+    ├── MailReleaseError           the MTA's release command failed for a held message (upstream)
     └── ReleaseError               a release operation is not possible now (conflict)
         └── GateFailed             promote refused: the compare gate failed or never ran
 """
@@ -350,6 +351,14 @@ class MalformedMessage(InvalidInput):
 
 class MessageTooComplex(InvalidInput):
     """A raw message with more MIME parts or deeper nesting than the settings allow."""
+
+
+class MailReleaseError(TextgateError):
+    """``review.release_command`` (e.g. ``postsuper -H``) failed for a held message: it
+    could not start, timed out or exited non-zero. The decision is not recorded, so the
+    reviewer can release again once the MTA is fixed."""
+
+    kind = Kind.UPSTREAM
 
 
 class ReleaseError(TextgateError):

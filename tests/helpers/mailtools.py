@@ -121,12 +121,20 @@ class FakeScanner:
     def __init__(self) -> None:
         self.seen: list[tuple[bytes, str | None]] = []
         self.recipients: list[list[str]] = []
+        self.queue_ids: list[str | None] = []
 
     async def scan(
-        self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
+        self,
+        raw: bytes,
+        user: str | None,
+        *,
+        explain: bool,
+        recipients: Sequence[str] = (),
+        queue_id: str | None = None,
     ) -> Mark:
         self.seen.append((raw, user))
         self.recipients.append(list(recipients))
+        self.queue_ids.append(queue_id)
         if user == "down":
             raise TritonUnavailable("no Triton endpoint answers")
         if user == "bad":

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -70,6 +71,9 @@ def _config(tmp: Path, quarantine: str | None = None) -> dict[str, Any]:
     }
 
 
+ADMIN = "postfix-test-admin-token"
+
+
 @pytest.fixture(scope="module")
 def postfix(
     triton_server: TritonServer, tmp_path_factory: pytest.TempPathFactory
@@ -80,10 +84,19 @@ def postfix(
     holds, rejects = _config(tmp / "h"), _config(tmp / "r", "reject")
     assert holds["mail"]["milter_quarantine"] == "quarantine"
     main_cf = recipe("main.cf").replace(str(RECIPE_PORT), str(holds["mail"]["milter_port"]))
+    milters = {"hold": None, "reject": rejects["mail"]["milter_port"]}  # None: main.cf's
     urls = [triton_server.grpc_url]
-    with run_gateway(holds, urls), run_gateway(rejects, urls):
-        milters = {"hold": None, "reject": rejects["mail"]["milter_port"]}  # None: main.cf's
-        with run_postfix(milters, main_cf) as box:
+    with run_postfix(milters, main_cf) as box:
+        # the console's release runs the shipped script on this instance (-c its config)
+        command = [str(ROOT / "scripts" / "postfix-release"), "-c", str(box.config_dir)]
+        holds["review"] = {
+            "path": str(tmp / "h" / "review.sqlite3"),
+            "release_command": [*command, "{queue_id}"],
+        }
+        holds["feedback"] = {"path": str(tmp / "h" / "feedback.sqlite3")}
+        holds["gateway"] = {"admin_token": ADMIN}
+        with run_gateway(holds, urls) as gw, run_gateway(rejects, urls):
+            box.gateway_url = gw.url  # type: ignore[attr-defined]
             yield box
 
 
@@ -159,3 +172,37 @@ def test_reject_is_a_5xx_at_smtp_time_and_nothing_is_queued(postfix: Postfix) ->
     assert len(postfix.queue()) == before
     time.sleep(1)
     assert not any(b"reject-1" in raw for raw in postfix.delivered())
+
+
+def _console(url: str) -> tuple[httpx.Client, str]:
+    """A logged-in console session (cookie) and its CSRF token, as the browser gets them."""
+    client = httpx.Client(base_url=url, timeout=30)
+    page = client.get("/ui/").text
+    token = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    login = client.post("/ui/login", data={"key": ADMIN, "csrf": token})
+    assert login.status_code in (200, 303), login.text
+    return client, client.get("/ui/api/session").json()["csrf"]
+
+
+def test_a_console_release_releases_the_held_message_from_postfix(postfix: Postfix) -> None:
+    out = postfix.send(_tagged("hold-console"), rcpt="clerk@hold.test", listener="hold")
+    queue_id = out.split("queued as", 1)[1].split()[0]
+    assert queue_id in [m["queue_id"] for m in _held(postfix)]
+    client, csrf = _console(postfix.gateway_url)  # type: ignore[attr-defined]
+    try:
+        items = client.get("/ui/api/queue", params={"action": "quarantine"}).json()["items"]
+        mine = [i for i in items if i["queue_id"] == queue_id]
+        assert len(mine) == 1, items  # the milter kept Postfix's queue id with the message
+        rid = mine[0]["request_id"]
+        decided = client.post(
+            f"/ui/api/messages/{rid}/decision",
+            json={"decision": "release"},
+            headers={"x-csrf-token": csrf},
+        )
+    finally:
+        client.close()
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["mta_released"] == queue_id
+    raw = _arrived(postfix, b"hold-console")
+    assert b"X-Textgate-Action: quarantine" in raw and rid.encode() in raw
+    assert queue_id not in [m["queue_id"] for m in postfix.queue()]

@@ -94,6 +94,11 @@ class ReviewConfig:
     session_ttl_s: float = 8 * 3600.0  # a console login lasts this long
     login_attempts: int = 10  # failed console logins per client address per window; then 429
     login_window_s: float = 300.0
+    # Releasing quarantined mail from the MTA's hold queue (docs/operators.md): argv, no shell,
+    # run when a reviewer releases a message the milter saw with a queue id; "{queue_id}" is
+    # replaced by that id (checked: letters and digits only). Empty: a release is an event only.
+    release_command: tuple[str, ...] = ()
+    release_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         require(bool(self.actions), "actions", "must name at least one action")
@@ -104,3 +109,16 @@ class ReviewConfig:
         require(self.session_ttl_s > 0, "session_ttl_s", "must be > 0")
         require(self.login_attempts >= 1, "login_attempts", "must be >= 1")
         require(self.login_window_s > 0, "login_window_s", "must be > 0")
+        require(self.release_timeout_s > 0, "release_timeout_s", "must be > 0")
+        if self.release_command:
+            program = self.release_command[0]
+            require(
+                program.startswith("/"),
+                "release_command",
+                f"the program must be an absolute path (no PATH lookup), not {program!r}",
+            )
+            require(
+                any("{queue_id}" in a for a in self.release_command[1:]),
+                "release_command",
+                'must pass the held message\'s queue id: an argument with "{queue_id}"',
+            )

@@ -56,6 +56,16 @@ def test_from_dict_nested_and_env_override() -> None:
             "repository.version_policy.versions",
         ),
         ({"triton": {"startup_timeout_s": True}}, "triton.startup_timeout_s"),
+        # the release hook: an absolute program (no PATH lookup) given the queue id
+        (
+            {"review": {"release_command": ["postsuper", "-H", "{queue_id}"]}},
+            "review.release_command",
+        ),
+        (
+            {"review": {"release_command": ["/usr/sbin/postsuper", "-H", "ALL"]}},
+            "review.release_command",
+        ),
+        ({"review": {"release_timeout_s": 0}}, "review.release_timeout_s"),
     ],
 )
 def test_errors_name_the_dotted_key(data: dict, key: str) -> None:
@@ -130,3 +140,10 @@ def test_auto_instances_run_one_single_threaded_session_per_core() -> None:
     assert (gpu.model_instances(8), gpu.intra_op_threads(8)) == (1, 0)
     container = RepositoryConfig(target="triton-container")
     assert (container.model_instances(8), container.intra_op_threads(8)) == (1, 0)
+
+
+def test_a_release_command_is_an_argv_with_the_queue_id() -> None:
+    command = ["/usr/local/sbin/textgate-release", "-c", "/etc/postfix", "{queue_id}"]
+    cfg = Config.from_dict({"review": {"release_command": command}})
+    assert cfg.review.release_command == tuple(command)
+    assert Config().review.release_command == ()  # off by default: a release is an event only

@@ -48,7 +48,7 @@ from textgate.gateway.console.session import (
     Sessions,
     login_form_ok,
 )
-from textgate.gateway.records import logs, review_records
+from textgate.gateway.records import held_mail, logs, review_records
 from textgate.gateway.records.review_store import Filters, Held, ReviewStore
 from textgate.gateway.scoring.policy import spamc_label
 from textgate.gateway.scoring.service import Context
@@ -350,8 +350,22 @@ async def decide(request: Request, held: Held, decision: str, reviewer: str) -> 
     """The review store's decision transaction; a repeat answers the first."""
     gw = _gw(request)
     label = mail_headers_label(decision, tuple(held.probabilities))
+    review = gw.runtime.config.review
+    released: list[str] = []
+
+    async def release(queue_id: str) -> None:  # the MTA's hold queue: docs/operators.md
+        await held_mail.release(review.release_command, queue_id, review.release_timeout_s)
+        released.append(queue_id)
+
     feedback_id = await review_records.decide(
-        _store(request), gw.desk.store, gw.events, held, decision, label=label, by=reviewer
+        _store(request),
+        gw.desk.store,
+        gw.events,
+        held,
+        decision,
+        label=label,
+        by=reviewer,
+        release=release if review.release_command else None,
     )
     if feedback_id is None:
         return {"request_id": held.request_id, "decision": decision, "repeated": True}
@@ -362,6 +376,7 @@ async def decide(request: Request, held: Held, decision: str, reviewer: str) -> 
         "label": label,
         "feedback_id": feedback_id,
         "repeated": False,
+        "mta_released": released[0] if released else None,
     }
 
 

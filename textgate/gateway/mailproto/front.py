@@ -48,7 +48,13 @@ class Scanner:
         return user if user in names else None
 
     async def scan(
-        self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
+        self,
+        raw: bytes,
+        user: str | None,
+        *,
+        explain: bool,
+        recipients: Sequence[str] = (),
+        queue_id: str | None = None,
     ) -> marks.Mark:
         gw = self.gw
         rt = gw.runtime
@@ -56,6 +62,7 @@ class Scanner:
         rid = logs.request_id(None)
         token = logs.request_id_var.set(rid)
         ctx = Context(request_id=rid, headers={"traceparent": logs.trace(None).traceparent})
+        ctx.queue_id = queue_id
         n = rt.config.mail.explain if explain else 0
         try:
             ctx.tenant = tenant_of_mail(rt.config.policy, user, recipients, raw)

@@ -41,7 +41,7 @@ from textgate.errors import Kind, TextgateError
 from textgate.gateway.mailproto import marks
 from textgate.gateway.mailproto.listener import Listener, no_count
 from textgate.gateway.mailproto.spamd import Scanner
-from textgate.gateway.records import logs
+from textgate.gateway.records import held_mail, logs
 
 MAX_PACKET = 1 << 20  # libmilter's own cap on one packet is 64 KiB for body chunks
 VERSION = 6
@@ -184,6 +184,9 @@ class Connection:
         self.server, self.reader, self.writer, self.busy = server, reader, writer, busy
         self.message = Message()
         self.user: str | None = None
+        # The MTA's queue id (macro "i": Postfix sends it with MAIL and at end of data); it
+        # belongs to one transaction, so it is forgotten after end of message and on abort.
+        self.queue_id: str | None = None
         self.actions = 0  # negotiated SMFIF_* flags
 
     async def read(self) -> tuple[bytes, bytes]:
@@ -218,6 +221,7 @@ class Connection:
             return []
         if cmd in (b"A", b"K"):
             self.message = Message()  # an aborted transaction leaves nothing behind
+            self.queue_id = None
             return []
         if self.busy and cmd not in _NO_REPLY:
             self.server.count("busy", "tempfail")
@@ -238,7 +242,7 @@ class Connection:
             if data:
                 self.message.add(data, self.server.max_bytes, header=False)
             out = await self.end_of_message()
-            self.message = Message()
+            self.message, self.queue_id = Message(), None
             return out
         elif cmd not in b"CHRTNU" or len(cmd) != 1:
             raise ConnectionError(f"unknown milter command {cmd!r}")
@@ -258,6 +262,8 @@ class Connection:
         for name, value in zip(items[::2], items[1::2], strict=False):
             if name.strip(b"{}") == b"auth_authen" and value:
                 self.user = value.decode("utf-8", "replace")
+            elif name.strip(b"{}") == b"i" and value:
+                self.queue_id = held_mail.queue_id(value.decode("ascii", "replace"))
 
     async def end_of_message(self) -> list[bytes]:
         s = self.server
@@ -267,7 +273,11 @@ class Connection:
             return [*self.strip(), packet(b"h", _cstr("X-Textgate-Skipped", note)), packet(b"a")]
         try:
             mark = await s.scanner.scan(
-                self.message.raw(), self.user, explain=False, recipients=self.message.recipients
+                self.message.raw(),
+                self.user,
+                explain=False,
+                recipients=self.message.recipients,
+                queue_id=self.queue_id,
             )
         except TextgateError as exc:
             if exc.kind in CANNOT_SCAN:

@@ -65,7 +65,13 @@ DRAIN_FACTOR = 4  # an over-limit body is read away (so spamc sees the answer) u
 
 class Scanner(Protocol):
     async def scan(
-        self, raw: bytes, user: str | None, *, explain: bool, recipients: Sequence[str] = ()
+        self,
+        raw: bytes,
+        user: str | None,
+        *,
+        explain: bool,
+        recipients: Sequence[str] = (),
+        queue_id: str | None = None,
     ) -> marks.Mark: ...
 
     async def learn(self, raw: bytes, label: str, user: str | None, *, remove: bool) -> None: ...

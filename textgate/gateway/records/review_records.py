@@ -9,7 +9,7 @@ the same message at once get one decision and one conflict, never two feedback r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from textgate import feedback
@@ -41,8 +41,11 @@ async def keep_results(
     tenant: str | None,
     results: Sequence[dict[str, Any]],
     texts: Sequence[str],
+    *,
+    queue_id: str | None = None,
 ) -> int:
-    """Keep the items whose action is in ``actions``; how many were new."""
+    """Keep the items whose action is in ``actions``; how many were new. ``queue_id``: the
+    MTA's for the one message a milter scan holds (``held_mail``)."""
     if len(texts) != len(results):  # an idempotent replay: kept the first time
         return 0
     added = 0
@@ -59,6 +62,7 @@ async def keep_results(
             raw=x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass"),
             subject=subject,
             sender=sender,
+            queue_id=queue_id,
         )
     return added
 
@@ -72,10 +76,13 @@ async def decide(
     *,
     label: str,
     by: str,
+    release: Callable[[str], Awaitable[None]] | None = None,
 ) -> int | None:
     """A person's decision on a held message, as one transaction: the feedback row (the
     next training set), the review event, then the mark. The feedback row's id; None for a
-    repeat of the decision already made."""
+    repeat of the decision already made. ``release`` (the MTA's release command, called with
+    the queue id) runs first for a release of mail the MTA holds: when it fails nothing is
+    written, and the reviewer can release again."""
     if decision not in DECISIONS:
         raise InvalidInput(f"must be one of {', '.join(DECISIONS)}", field="decision")
     if decision == "release" and held.action != "quarantine":
@@ -88,6 +95,8 @@ async def decide(
             raise Conflict(
                 f"already decided {now.decision!r} by {now.decided_by}", field="decision"
             )
+        if decision == "release" and release is not None and held.queue_id:
+            await release(held.queue_id)
         correction = await corrections.add_async(
             task=held.task,
             label=label,

@@ -31,7 +31,7 @@ from textgate.store import SQLiteStore
 
 DAY_S = 86_400.0
 DECISIONS = ("spam", "ham", "release")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: queue_id (added to a version-1 file when opened)
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS messages (
     notes TEXT NOT NULL DEFAULT '{}',
     explanation TEXT,
     size INTEGER NOT NULL,
+    queue_id TEXT,
     decision TEXT,
     decided_at REAL,
     decided_by TEXT
@@ -61,7 +62,7 @@ CREATE INDEX IF NOT EXISTS messages_tenant ON messages(tenant, id);
 """
 _COLUMNS = (
     "id, request_id, created_at, task, tenant, action, label, score, probabilities, model, "
-    "model_version, subject, sender, text, raw, notes, explanation, size, decision, "
+    "model_version, subject, sender, text, raw, notes, explanation, size, queue_id, decision, "
     "decided_at, decided_by"
 )
 
@@ -95,6 +96,7 @@ class Held:
     notes: dict[str, Any]
     explanation: list[dict[str, Any]] | None
     size: int
+    queue_id: str | None  # the MTA's, when the milter saw one (held_mail.py releases by it)
     decision: str | None
     decided_at: float | None
     decided_by: str | None
@@ -161,6 +163,9 @@ class ReviewStore(SQLiteStore):
         self.metrics = metrics or ReviewMetrics(CollectorRegistry())
         self.deciding = asyncio.Lock()  # one decision at a time (see the module doc)
         super().__init__(path, ddl=_DDL, schema_version=SCHEMA_VERSION, error=ReviewStoreError)
+        with self._locked() as db:
+            if "queue_id" not in {row[1] for row in db.execute("PRAGMA table_info(messages)")}:
+                db.execute("ALTER TABLE messages ADD COLUMN queue_id TEXT")
         self.metrics.held.set(self.count())
 
     @classmethod
@@ -191,6 +196,7 @@ class ReviewStore(SQLiteStore):
         raw: bytes,
         subject: str = "",
         sender: str = "",
+        queue_id: str | None = None,
         now: float | None = None,
     ) -> bool:
         """Store one verdict's message; False when its request id is already held."""
@@ -215,6 +221,7 @@ class ReviewStore(SQLiteStore):
             json.dumps(result.get("normalization") or {}),
             json.dumps(explanation) if explanation is not None else None,
             len(raw) + len(text.encode("utf-8", "surrogatepass")),
+            queue_id,
         )
         with self._locked() as db:
             added = db.execute(_INSERT, row).rowcount == 1

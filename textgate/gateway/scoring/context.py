@@ -55,6 +55,7 @@ class Context:
     repeated: bool = False  # set when the answer is the stored one
     timings_ms: dict[str, float] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)  # the normalized texts (the review store)
+    queue_id: str | None = None  # the MTA's for a milter scan: a held message is released by it
     started: float = field(default_factory=time.perf_counter)
     # One Triton deadline per request (monotonic), shared by the fast pass and the re-score:
     # a fresh deadline per call let a re-score run past the client's timeout.

@@ -106,7 +106,9 @@ class Service:
         store = self.review_store()
         if store is not None:
             actions = rt.config.review.actions
-            await keep_results(store, actions, task, raw, ctx.tenant, results, ctx.texts)
+            await keep_results(
+                store, actions, task, raw, ctx.tenant, results, ctx.texts, queue_id=ctx.queue_id
+            )
 
     async def classify(
         self, rt: Runtime, task: str, raw: Sequence[str | bytes], ctx: Context

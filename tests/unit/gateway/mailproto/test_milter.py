@@ -178,17 +178,25 @@ def _packets(data: bytes) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _transaction(port: int, actions: int, user: str = "allow") -> list[tuple[bytes, bytes]]:
-    """One raw milter transaction of FORGED; the packets answered to the end of message."""
+def _transaction(
+    port: int, actions: int, user: str = "allow", *, eom_macros: bytes = b"", again: bool = False
+) -> list[tuple[bytes, bytes]]:
+    """One raw milter transaction of FORGED (``again``: a second one on the connection, with
+    no macros); the packets answered to the end of message."""
     fields, body = split_message(FORGED)
+    message = [
+        *(milter.packet(b"L", f"{n}\0{v}\0".encode()) for n, v in fields),
+        milter.packet(b"N"),
+        milter.packet(b"B", body),
+    ]
     sent = [
         milter.packet(b"O", struct.pack("!III", 6, actions, 0)),
         milter.packet(b"D", b"M{auth_authen}\0" + user.encode() + b"\0"),
         milter.packet(b"M", b"<a@example.org>\0"),
-        *(milter.packet(b"L", f"{n}\0{v}\0".encode()) for n, v in fields),
-        milter.packet(b"N"),
-        milter.packet(b"B", body),
+        *message,
+        *([milter.packet(b"D", b"E" + eom_macros)] if eom_macros else []),
         milter.packet(b"E"),
+        *([milter.packet(b"M", b"<b@example.org>\0"), *message, milter.packet(b"E")] * again),
         milter.packet(b"Q"),
     ]
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -270,3 +278,15 @@ def test_deletes_and_spam_header_names() -> None:
     ]
     assert marks.is_spam_header("x-spam-level") and marks.is_spam_header(b"X-Spam-Status")
     assert not marks.is_spam_header("X-Spammer") and not marks.is_spam_header("Subject")
+
+
+def test_the_mtas_queue_id_reaches_the_scan_for_its_transaction_only(
+    served: tuple[int, FakeScanner],
+) -> None:
+    port, scanner = served
+    scanner.queue_ids.clear()
+    _transaction(port, 0x3F, eom_macros=b"i\0" + b"4XyZ1abcDEF\0", again=True)
+    # the id of the first transaction is not carried into the second
+    assert scanner.queue_ids[-2:] == ["4XyZ1abcDEF", None]
+    _transaction(port, 0x3F, eom_macros=b"i\0" + b"../../etc; rm\0")
+    assert scanner.queue_ids[-1] is None  # not a queue id: never stored, never released
