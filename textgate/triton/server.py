@@ -6,6 +6,9 @@
 
 Readiness is polled over HTTP with the standard library only (``control.HttpControl``), so
 this module needs no tritonclient and shares no client across threads.
+
+Just over 400 lines: one process's whole life (locate, command line, start, readiness,
+crash report, stop) on one page; the HTTP calls already live in ``control``.
 """
 
 from __future__ import annotations

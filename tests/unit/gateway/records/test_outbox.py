@@ -445,3 +445,13 @@ def test_retention_holds_across_a_reopen_and_the_publishers_acks(tmp_path: Path)
     rows = read_rows(path)
     assert [r.key for r in rows] == [key(i) for i in (20, 21, 22, 23, 24)]
     assert [r.published_at is not None for r in rows] == [True, True, True, False, False]
+
+
+def test_a_second_writer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    with Outbox(path, publishing=False):
+        with pytest.raises(OutboxError, match="locked by another process") as err:
+            Outbox(path, publishing=False)
+        assert "outbox_path" in (err.value.hint or "")
+    with Outbox(path, publishing=False):  # released on close
+        pass
