@@ -10,8 +10,9 @@ an extra segment still goes through the router for its 405/307/404), the scope k
 every error is answered as before and one without a handler still reaches the 500 layer).
 
 Why: the router, FastAPI's request handler (dependency solving for a path string and the
-``Request``, two exit stacks) and the exception layer were ~15 % of the event loop's CPU
-on a single-text request (``benchmarks/gateway_cpu.py``).
+``Request``, two exit stacks) and the exception layer were a large share of the event
+loop's CPU on a single-text request (docs/benchmarks.md, "The gateway's CPU per request",
+measured with ``benchmarks/studies/serving/gateway_cpu.py``).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ def install(app: FastAPI) -> None:
         ctx = _context(request, rt, task, media, body)
         explain = corrections.explain_count(request)
         results = (await gw.service.run(rt, task, raw, ctx, explain=explain)).results
-        # Serialized here, not validated into ClassifyResponse by FastAPI (~80 us an answer,
-        # benchmarks/response_validation.py); the contract test and the schemathesis run
+        # Serialized here, not validated into ClassifyResponse by FastAPI (its cost: docs/
+        # benchmarks.md, response validation); the contract test and the schemathesis run
         # check every answer's shape against the schema.
         out = {"request_id": ctx.request_id, "task": task, "results": results}
         replay = {"X-Idempotent-Replay": "true"} if ctx.repeated else None

@@ -115,7 +115,8 @@ class Metrics:
             "textgate_config_reloads", "Config reloads by result", ["result"], registry=r
         )
         # Children of the per-request series, looked up once: ``labels()`` validates and
-        # locks on every call (~2 µs each, seven a single-text request). Label values are
+        # locks on every call, seven times a single-text request (docs/benchmarks.md, "The
+        # gateway's CPU per request"). Label values are
         # bounded (module docstring), so is this cache; no series is ever removed.
         self._children: dict[tuple[Any, ...], Any] = {}
 

@@ -340,7 +340,7 @@ class Service:
 
     async def _unk(self, rt: Runtime, rule: Any, route: Route, item: Prepared) -> float | None:
         """The item's [UNK] share, for tasks whose policy asks for it (costs a tokenization:
-        ~40-50 µs a sentence, benchmarks/unk_ratio.py)."""
+        docs/gateway.md, "Unseen script")."""
         if rule.unk_note_above is None or rt.unk is None or not route.tokenizer_sha256:
             return None
         if not rt.unk.ready(route.tokenizer_sha256):

@@ -9,8 +9,8 @@ with a note above the threshold.
 
 Why here and not in Triton: the tokenize step could count ``[UNK]`` for free, but every
 ensemble of every task would grow an output, and the client, the coalescer and both shape
-strategies with it; the gateway pays one Rust tokenization (tens of microseconds a short
-text, ``benchmarks/unk_ratio.py``) and only for tasks that ask for it.
+strategies with it; the gateway pays one Rust tokenization (its cost: docs/gateway.md,
+"Unseen script") and only for tasks that ask for it.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class UnkCounter:
 
     def prepare(self, sha256: str) -> None:
         """Scan and load now (the gateway runs this in a thread: it hashes and parses
-        files, 1-2 s on a busy 2-core box, which must not stall the event loop)."""
+        files, which takes seconds and must not stall the event loop: docs/gateway.md)."""
         with self._lock:  # concurrent first requests load it once
             self._tokenizer(sha256)
 

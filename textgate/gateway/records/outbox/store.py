@@ -343,8 +343,8 @@ class Outbox:
         """Keep only the newest ``retain_published`` published rows (for ``events tail``).
 
         The surplus is counted in memory and deleted from the oldest end: finding the
-        cut-off from the newest end walked ``retain_published`` rows (10,000: ~260 µs) on
-        every event of an outbox-only gateway."""
+        cut-off from the newest end walked ``retain_published`` rows on every event of an
+        outbox-only gateway (docs/benchmarks.md, "The gateway's CPU per request")."""
         surplus = self._published - self.retain_published
         if surplus <= 0:
             return
