@@ -35,6 +35,7 @@ EXIT_CODES: dict[type[errors.TextgateError], int] = {
     errors.ReleaseError: 13,
     errors.FeedbackError: 14,
     errors.ParseWorkerError: 15,
+    errors.MailReleaseError: 16,
     errors.TextgateError: 1,
 }
 
