@@ -1,0 +1,188 @@
+"""Per-tenant learning: a small naive Bayes per (tenant, task) over the served n-gram buckets.
+
+    FeedbackStore rows ─ rebuild at start ─┐
+    a correction (TELL, console, API) ─ add ┼─> Layer(tenant, task): docs per class, and per
+    a forget ─ remove ──────────────────────┘   bucket the docs of each class that hold it
+                                                 └─> log_odds(text): a signal for the verdict
+
+The features are ``textgate.ngrams.grams`` (words, word bigrams, char 3-5-grams, hashed):
+the text a correction stores is the normalized text the served model read, so the layer
+sees the same buckets the global n-gram model does. A document counts each bucket once
+(binarized multinomial NB, which beats raw counts on short text, Wang & Manning 2012), and
+the counts are integers: adding then removing a correction leaves the arrays exactly as they
+were, so ``textgate learn --forget`` and spamc's forget are exact.
+
+``log_odds`` is the *mean* per-bucket log-likelihood ratio over the text's buckets the
+tenant's corrections have seen (plus the class prior): a plain NB sum over thousands of
+overlapping char n-grams is wildly overconfident, and the mean keeps the signal on the scale
+of one logit so the step's weight means something. The durable state is the corrections
+themselves (WAL, synchronous=FULL); this is a cache of them, rebuilt from the rows.
+
+Layers are keyed by (tenant, task): nothing reads across tenants, and the default tenant
+(``None``) is a tenant of its own. Memory: two int32 arrays of 2^20 buckets, 8 MiB per
+(tenant, task) that has corrections.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from textgate import ngrams
+
+SIZE = 2 * ngrams.BUCKETS  # the word block then the character block
+ALPHA = 1.0  # Laplace smoothing of each bucket's per-class document frequency
+_MIX = 0x9E3779B97F4A7C15  # a 64-bit odd constant: spreads row ids before they are XORed
+_MASK = (1 << 64) - 1
+
+
+class Row(Protocol):
+    """What a layer reads of a correction (``feedback.Correction`` has all of it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def tenant(self) -> str | None: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+
+
+def buckets(text: str, features: ngrams.Features = ngrams.DEFAULT) -> np.ndarray:
+    """The distinct buckets of a text, as the served n-gram model hashes them."""
+    return np.fromiter(ngrams.grams(text, features).keys(), dtype=np.int64)
+
+
+def _spread(row_id: int) -> int:
+    return (row_id * _MIX) & _MASK
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What the verdict says of a layer for one text."""
+
+    corrections: int
+    positives: int  # corrections of a not-negative label (spam, phish)
+    negatives: int  # corrections of the negative label (ham)
+    log_odds: float
+    version: str
+
+
+class Layer:
+    """One tenant's corrections of one task: docs per class and bucket document counts."""
+
+    def __init__(self) -> None:
+        self.docs = [0, 0]  # [negative, positive]
+        self.counts = np.zeros((2, SIZE), dtype=np.int32)
+        self.ids: dict[int, int] = {}  # row id -> class, so a row is never counted twice
+        self._hash = 0  # XOR of the spread row ids: order-free, updated in O(1)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def version(self) -> str:
+        """Changes with every correction added or removed; equal for equal row sets."""
+        return f"{self.n}-{self._hash:016x}"
+
+    def add(self, row_id: int, positive: bool, where: np.ndarray) -> bool:
+        if row_id in self.ids:
+            return False
+        cls = int(positive)
+        self.ids[row_id] = cls
+        self._hash ^= _spread(row_id)
+        self.docs[cls] += 1
+        self.counts[cls, where] += 1
+        return True
+
+    def remove(self, row_id: int, where: np.ndarray) -> bool:
+        cls = self.ids.pop(row_id, None)
+        if cls is None:
+            return False
+        self._hash ^= _spread(row_id)
+        self.docs[cls] -= 1
+        self.counts[cls, where] -= 1
+        return True
+
+    def log_odds(self, where: np.ndarray) -> float:
+        """Prior log-odds plus the mean bucket log-likelihood ratio of the seen buckets."""
+        neg, pos = self.docs
+        prior = math.log((pos + ALPHA) / (neg + ALPHA))
+        c_neg = self.counts[0, where].astype(np.float64)
+        c_pos = self.counts[1, where].astype(np.float64)
+        seen = (c_neg + c_pos) > 0
+        if not seen.any():
+            return prior
+        ratio = np.log((c_pos[seen] + ALPHA) / (pos + 2 * ALPHA)) - np.log(
+            (c_neg[seen] + ALPHA) / (neg + 2 * ALPHA)
+        )
+        return prior + float(ratio.mean())
+
+
+class Learning:
+    """Every tenant's layers, kept from the feedback store's rows.
+
+    ``negative``: the labels that are the negative class (ham); every other label is the
+    positive class (spam and phish are both "not ham", as the served n-gram score is).
+    """
+
+    def __init__(
+        self, negative: Collection[str], features: ngrams.Features = ngrams.DEFAULT
+    ) -> None:
+        self.negative = frozenset(negative)
+        self.features = features
+        self._layers: dict[tuple[str | None, str], Layer] = {}
+
+    def rebuild(self, rows: Iterable[Row]) -> None:
+        """From scratch: a new set of layers, swapped in at the end (readers never see half)."""
+        fresh = Learning(self.negative, self.features)
+        for r in rows:
+            fresh.add(r)
+        self._layers = fresh._layers
+
+    def add(self, row: Row) -> bool:
+        key = (row.tenant or None, row.task)
+        layer = self._layers.get(key)
+        if layer is None:
+            layer = self._layers[key] = Layer()
+        positive = row.label not in self.negative
+        return layer.add(row.id, positive, buckets(row.text, self.features))
+
+    def remove(self, row: Row) -> bool:
+        layer = self._layers.get((row.tenant or None, row.task))
+        if layer is None or not layer.remove(row.id, buckets(row.text, self.features)):
+            return False
+        if layer.n == 0:
+            del self._layers[(row.tenant or None, row.task)]  # its 8 MiB back
+        return True
+
+    def layer(self, tenant: str | None, task: str) -> Layer | None:
+        return self._layers.get((tenant or None, task))
+
+    def signal(self, tenant: str | None, task: str, text: str) -> Signal | None:
+        """The tenant's signal for a text; None when the tenant has no corrections."""
+        layer = self.layer(tenant, task)
+        if layer is None:
+            return None
+        x = layer.log_odds(buckets(text, self.features))
+        neg, pos = layer.docs
+        return Signal(layer.n, pos, neg, x, layer.version)
+
+
+def weight(n_negative: int, n_positive: int, minimum: int, ceiling: float) -> float:
+    """How far a tenant's layer moves its scores: 0 until it has ``minimum`` corrections and
+    both classes among them (one class alone says nothing about what separates them), then
+    growing with its data toward ``ceiling`` (half of it at the minimum: a tenant's first
+    corrections are few and may be noisy, so they nudge rather than decide)."""
+    n = n_negative + n_positive
+    if n < minimum or min(n_negative, n_positive) == 0:
+        return 0.0
+    return ceiling * n / (n + minimum)
