@@ -26,6 +26,7 @@ Layers are keyed by (tenant, task): nothing reads across tenants, and the defaul
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -140,41 +141,50 @@ class Learning:
         self.negative = frozenset(negative)
         self.features = features
         self._layers: dict[tuple[str | None, str], Layer] = {}
+        # Writers (the store's worker threads) and readers (the event loop) take turns: a
+        # reader must not see a layer with its documents counted but its buckets half done.
+        self._lock = threading.Lock()
 
     def rebuild(self, rows: Iterable[Row]) -> None:
         """From scratch: a new set of layers, swapped in at the end (readers never see half)."""
         fresh = Learning(self.negative, self.features)
         for r in rows:
             fresh.add(r)
-        self._layers = fresh._layers
+        with self._lock:
+            self._layers = fresh._layers
 
     def add(self, row: Row) -> bool:
         key = (row.tenant or None, row.task)
-        layer = self._layers.get(key)
-        if layer is None:
-            layer = self._layers[key] = Layer()
-        positive = row.label not in self.negative
-        return layer.add(row.id, positive, buckets(row.text, self.features))
+        where = buckets(row.text, self.features)  # outside the lock: the slow part
+        with self._lock:
+            layer = self._layers.get(key)
+            if layer is None:
+                layer = self._layers[key] = Layer()
+            return layer.add(row.id, row.label not in self.negative, where)
 
     def remove(self, row: Row) -> bool:
-        layer = self._layers.get((row.tenant or None, row.task))
-        if layer is None or not layer.remove(row.id, buckets(row.text, self.features)):
-            return False
-        if layer.n == 0:
-            del self._layers[(row.tenant or None, row.task)]  # its 8 MiB back
-        return True
+        key = (row.tenant or None, row.task)
+        where = buckets(row.text, self.features)
+        with self._lock:
+            layer = self._layers.get(key)
+            if layer is None or not layer.remove(row.id, where):
+                return False
+            if layer.n == 0:
+                del self._layers[key]  # its 8 MiB back
+            return True
 
     def layer(self, tenant: str | None, task: str) -> Layer | None:
         return self._layers.get((tenant or None, task))
 
     def signal(self, tenant: str | None, task: str, text: str) -> Signal | None:
         """The tenant's signal for a text; None when the tenant has no corrections."""
-        layer = self.layer(tenant, task)
-        if layer is None:
-            return None
-        x = layer.log_odds(buckets(text, self.features))
-        neg, pos = layer.docs
-        return Signal(layer.n, pos, neg, x, layer.version)
+        where = buckets(text, self.features)
+        with self._lock:
+            layer = self.layer(tenant, task)
+            if layer is None:
+                return None
+            neg, pos = layer.docs
+            return Signal(layer.n, pos, neg, layer.log_odds(where), layer.version)
 
 
 def weight(n_negative: int, n_positive: int, minimum: int, ceiling: float) -> float:
