@@ -13,19 +13,20 @@ the counts are integers: adding then removing a correction leaves the arrays exa
 were, so ``textgate learn --forget`` and spamc's forget are exact.
 
 ``log_odds`` is the *mean* per-bucket log-likelihood ratio over the text's buckets the
-tenant's corrections have seen (plus the class prior): a plain NB sum over thousands of
-overlapping char n-grams is wildly overconfident, and the mean keeps the signal on the scale
-of one logit so the step's weight means something. The durable state is the corrections
-themselves (WAL, synchronous=FULL); this is a cache of them, rebuilt from the rows.
+tenant's corrections have seen, centred and scaled on the corrections themselves (see
+``Layer.log_odds``): a plain NB sum over thousands of overlapping char n-grams is wildly
+overconfident, and an uneven mix of classes tilts a mean; centred and scaled, about +1 reads
+"like this tenant's spam" and -1 "like its ham", so the step's weight is in logits. The
+durable state is the corrections themselves (WAL, synchronous=FULL); this is a cache of
+them, rebuilt from the rows.
 
 Layers are keyed by (tenant, task): nothing reads across tenants, and the default tenant
 (``None``) is a tenant of its own. Memory: two int32 arrays of 2^20 buckets, 8 MiB per
-(tenant, task) that has corrections.
+(tenant, task) that has corrections, and the buckets of up to 400 of its rows (~8 MiB).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from textgate import ngrams
 
 SIZE = 2 * ngrams.BUCKETS  # the word block then the character block
 ALPHA = 1.0  # Laplace smoothing of each bucket's per-class document frequency
+CALIBRATION = 200  # rows per class whose buckets are kept to centre the signal (~20 KiB each)
+MIN_HALF_GAP = 1e-3  # classes whose mean signals part by less: the layer says nothing
+CLIP = 4.0  # |signal| at most this many half-gaps: one odd message cannot swing a verdict
 _MIX = 0x9E3779B97F4A7C15  # a 64-bit odd constant: spreads row ids before they are XORed
 _MASK = (1 << 64) - 1
 
@@ -84,6 +88,10 @@ class Layer:
         self.counts = np.zeros((2, SIZE), dtype=np.int32)
         self.ids: dict[int, int] = {}  # row id -> class, so a row is never counted twice
         self._hash = 0  # XOR of the spread row ids: order-free, updated in O(1)
+        # the buckets of up to CALIBRATION rows per class, to centre and scale the signal
+        self.kept: dict[int, np.ndarray] = {}
+        self._kept_per_class = [0, 0]
+        self._scale: tuple[str, float, float] | None = None  # (version, centre, half-gap)
 
     @property
     def n(self) -> int:
@@ -102,6 +110,9 @@ class Layer:
         self._hash ^= _spread(row_id)
         self.docs[cls] += 1
         self.counts[cls, where] += 1
+        if self._kept_per_class[cls] < CALIBRATION:
+            self.kept[row_id] = where.astype(np.int32)
+            self._kept_per_class[cls] += 1
         return True
 
     def remove(self, row_id: int, where: np.ndarray) -> bool:
@@ -111,21 +122,44 @@ class Layer:
         self._hash ^= _spread(row_id)
         self.docs[cls] -= 1
         self.counts[cls, where] -= 1
+        if self.kept.pop(row_id, None) is not None:
+            self._kept_per_class[cls] -= 1
         return True
 
+    def raw(self, where: np.ndarray, own: int | None = None) -> float:
+        """The mean bucket log-likelihood ratio over the text's seen buckets; ``own``: the
+        class of a training text itself, taken out of the counts (leave-one-out)."""
+        docs = np.array(self.docs, dtype=np.float64)
+        c = self.counts[:, where].astype(np.float64)
+        if own is not None:
+            docs[own] -= 1
+            c[own] -= 1
+        seen = c.sum(axis=0) > 0
+        if not seen.any() or docs.min() <= 0:
+            return 0.0
+        rate = (c[:, seen] + ALPHA) / (docs[:, None] + 2 * ALPHA)
+        return float(np.mean(np.log(rate[1]) - np.log(rate[0])))
+
     def log_odds(self, where: np.ndarray) -> float:
-        """Prior log-odds plus the mean bucket log-likelihood ratio of the seen buckets."""
-        neg, pos = self.docs
-        prior = math.log((pos + ALPHA) / (neg + ALPHA))
-        c_neg = self.counts[0, where].astype(np.float64)
-        c_pos = self.counts[1, where].astype(np.float64)
-        seen = (c_neg + c_pos) > 0
-        if not seen.any():
-            return prior
-        ratio = np.log((c_pos[seen] + ALPHA) / (pos + 2 * ALPHA)) - np.log(
-            (c_neg[seen] + ALPHA) / (neg + 2 * ALPHA)
-        )
-        return prior + float(ratio.mean())
+        """The text's signal: ``raw``, centred between the two classes' leave-one-out means
+        and scaled by half their gap, so a typical correction of the tenant's spam reads
+        about +1 and of its ham about -1, whatever the mix of classes (no class prior: the
+        corrections are the mail a tenant chose to correct, not a sample of its traffic,
+        and the global score already holds the prior). 0 while the classes do not part."""
+        centre, half_gap = self._calibration()
+        if half_gap <= MIN_HALF_GAP:
+            return 0.0
+        return float(np.clip((self.raw(where) - centre) / half_gap, -CLIP, CLIP))
+
+    def _calibration(self) -> tuple[float, float]:
+        version = self.version
+        if self._scale is None or self._scale[0] != version:
+            means = []
+            for cls in (0, 1):
+                xs = [self.raw(w, cls) for r, w in self.kept.items() if self.ids[r] == cls]
+                means.append(float(np.mean(xs)) if xs else 0.0)
+            self._scale = (version, (means[0] + means[1]) / 2, (means[1] - means[0]) / 2)
+        return self._scale[1], self._scale[2]
 
 
 class Learning:
@@ -172,6 +206,11 @@ class Learning:
             if layer.n == 0:
                 del self._layers[key]  # its 8 MiB back
             return True
+
+    def adopt(self, tenant: str | None, task: str, layer: Layer) -> None:
+        """A layer built elsewhere (a measurement that hashes each text once)."""
+        with self._lock:
+            self._layers[(tenant or None, task)] = layer
 
     def layer(self, tenant: str | None, task: str) -> Layer | None:
         return self._layers.get((tenant or None, task))
