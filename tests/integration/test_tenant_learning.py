@@ -1,0 +1,138 @@
+"""Per-tenant learning end to end: a real gateway + tritonserver, Debian's ``spamc`` TELLs
+and ``textgate learn`` in another process. One tenant's corrections move that tenant's later
+verdicts of similar mail, and no other tenant's (docs/learning.md). The config's feedback
+keys and the ``textgate learn`` lines are docs/operators.md's recipe ("Per-domain learning").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers.gateway_fixtures import RunningGateway, run_gateway
+from tests.helpers.servers import debian_tool
+from textgate.triton import TritonServer, free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.triton]
+
+DATA = Path(__file__).parents[1] / "data" / "email"
+SPAM = ("html_only.eml", "attachments.eml")
+HAM = ("quoted_printable.eml", "alternative.eml")
+# the tiny random models answer near 0.5: allow there, review above 0.7
+RULE = {"task": "spam", "review_at": 0.7, "quarantine_at": 0.99}
+POLL_S = 0.2
+ROOT = Path(__file__).parents[2]
+
+
+def recipe(name: str) -> str:
+    """The fenced block after ``<!-- recipe: NAME -->`` in docs/operators.md."""
+    page = (ROOT / "docs" / "operators.md").read_text(encoding="utf-8")
+    found = re.search(rf"<!-- recipe: {re.escape(name)} -->\n```[a-z]*\n(.*?)```", page, re.S)
+    assert found, f"docs/operators.md has no recipe {name!r}"
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    triton_server: TritonServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningGateway]:
+    tmp = tmp_path_factory.mktemp("learning")
+    given = yaml.safe_load(recipe("learning.yaml"))
+    assert given["feedback"]["tenant_learning"] is True and given["mail"]["allow_tell"] is True
+    # the recipe's keys; a tiny random model and four corrections need a lower minimum and
+    # a larger weight to show, and the test a shorter poll
+    small = {"min_corrections": 4, "learning_weight": 10.0, "learning_poll_s": POLL_S}
+    config = {
+        "policy": {"tenants": [{"name": n, "tasks": [RULE]} for n in ("alpha", "beta")]},
+        "events": {"outbox_path": str(tmp / "events.sqlite3")},
+        "feedback": given["feedback"] | {"path": str(tmp / "feedback.sqlite3")} | small,
+        "mail": given["mail"] | {"spamd_port": free_port()},
+    }
+    path = tmp / "textgate.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML: `textgate learn --config` reads it
+    with run_gateway(config, [triton_server.grpc_url]) as gw:
+        gw.mail = config["mail"]  # type: ignore[attr-defined]
+        gw.config_path = path  # type: ignore[attr-defined]
+        yield gw
+
+
+def spamc(gw: RunningGateway, *args: str, data: bytes) -> subprocess.CompletedProcess[bytes]:
+    port = str(gw.mail["spamd_port"])  # type: ignore[attr-defined]
+    cmd = [debian_tool("spamc"), "-d", "127.0.0.1", "-p", port, "-t", "30", *args]
+    return subprocess.run(cmd, input=data, capture_output=True, timeout=60, check=False)
+
+
+def verdict(gw: RunningGateway, tenant: str, raw: bytes) -> tuple[str, str]:
+    """(X-Spam-Status line, X-Textgate-Action) of spamc's PROCESS for this tenant."""
+    out = spamc(gw, "-u", tenant, data=raw)
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.split(b"\n\n", 1)[0].decode()
+    fields = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
+    status = fields["X-Spam-Status"].split("tests=")[0]
+    return status.split("score=")[1].split()[0], fields["X-Textgate-Action"]
+
+
+def similar(name: str) -> bytes:
+    """The message as it might arrive again: another Message-ID and Date."""
+    raw = (DATA / name).read_bytes()
+    return b"Message-ID: <again@example.org>\r\n" + raw
+
+
+def tell(gw: RunningGateway, tenant: str, label: str, name: str) -> None:
+    out = spamc(gw, "-L", label, "-u", tenant, data=(DATA / name).read_bytes())
+    assert b"successfully" in out.stdout, out
+
+
+def test_a_tenants_tells_move_its_verdicts_and_no_one_elses(gateway: RunningGateway) -> None:
+    probe = similar(SPAM[0])
+    alpha0, beta0 = verdict(gateway, "alpha", probe), verdict(gateway, "beta", probe)
+    assert alpha0[1] == beta0[1] == "allow"
+    for name in SPAM:
+        tell(gateway, "alpha", "spam", name)
+    for name in HAM:
+        tell(gateway, "alpha", "ham", name)
+    alpha1 = verdict(gateway, "alpha", probe)
+    assert float(alpha1[0]) > float(alpha0[0]) and alpha1[1] != "allow", alpha1
+    assert verdict(gateway, "beta", probe) == beta0  # identical score and action
+    assert verdict(gateway, "alpha", similar(HAM[0]))[1] == "allow"
+    # spamc forget: three corrections left, under min_corrections: weight 0 again
+    forget = spamc(gateway, "-L", "forget", "-u", "alpha", data=(DATA / SPAM[0]).read_bytes())
+    assert b"successfully" in forget.stdout, forget
+    assert verdict(gateway, "alpha", probe) == alpha0
+
+
+def test_textgate_learn_beside_the_running_gateway(gateway: RunningGateway, tmp_path: Path) -> None:
+    probe = similar(SPAM[1])
+    before = verdict(gateway, "beta", probe)
+    junk = tmp_path / "Junk"
+    junk.mkdir()
+    for i, name in enumerate(SPAM):
+        (junk / f"{i}.eml").write_bytes((DATA / name).read_bytes())
+    inbox = tmp_path / "INBOX"
+    inbox.mkdir()
+    for i, name in enumerate(HAM):
+        (inbox / f"{i}.eml").write_bytes((DATA / name).read_bytes())
+    learn, _forget = (shlex.split(line) for line in recipe("learn").strip().splitlines())
+    assert learn[:2] == ["textgate", "learn"] and "--forget" in _forget
+    args = {"--config": str(gateway.config_path), "--tenant": "beta"}  # type: ignore[attr-defined]
+    args |= {"--spam": str(junk), "--ham": str(inbox)}
+    cmd = [sys.executable, "-m", "textgate", "learn"]
+    for flag in learn[2::2]:  # the recipe's flags, each with this test's value
+        cmd += [flag, args[flag]]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(cmd, env=env, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0 and b"learned_spam: 2" in done.stdout, done
+    time.sleep(POLL_S * 2)  # the gateway polls the store's data_version
+    verdict(gateway, "beta", probe)  # the first request after the poll starts the rebuild
+    after = verdict(gateway, "beta", probe)
+    assert float(after[0]) > float(before[0]) and after[1] != "allow", after
