@@ -82,14 +82,14 @@ def verdict(gw: RunningGateway, tenant: str, raw: bytes) -> tuple[str, str]:
     return status.split("score=")[1].split()[0], fields["X-Textgate-Action"]
 
 
-def similar(name: str) -> bytes:
-    """The message as it might arrive again: another Message-ID and Date."""
+def similar(name: str, n: int = 0) -> bytes:
+    """The message as it might arrive again: with a Message-ID of its own."""
     raw = (DATA / name).read_bytes()
-    return b"Message-ID: <again@example.org>\r\n" + raw
+    return f"Message-ID: <again-{n}@example.org>\r\n".encode() + raw
 
 
-def tell(gw: RunningGateway, tenant: str, label: str, name: str) -> None:
-    out = spamc(gw, "-L", label, "-u", tenant, data=(DATA / name).read_bytes())
+def tell(gw: RunningGateway, tenant: str, label: str, raw: bytes) -> None:
+    out = spamc(gw, "-L", label, "-u", tenant, data=raw)
     assert b"successfully" in out.stdout, out
 
 
@@ -97,16 +97,16 @@ def test_a_tenants_tells_move_its_verdicts_and_no_one_elses(gateway: RunningGate
     probe = similar(SPAM[0])
     alpha0, beta0 = verdict(gateway, "alpha", probe), verdict(gateway, "beta", probe)
     assert alpha0[1] == beta0[1] == "allow"
-    for name in SPAM:
-        tell(gateway, "alpha", "spam", name)
-    for name in HAM:
-        tell(gateway, "alpha", "ham", name)
+    # a campaign's copies as spam and a newsletter's issues as ham: two of each
+    for copy in (1, 2):
+        tell(gateway, "alpha", "spam", similar(SPAM[0], copy))
+        tell(gateway, "alpha", "ham", similar(HAM[0], copy))
     alpha1 = verdict(gateway, "alpha", probe)
     assert float(alpha1[0]) > float(alpha0[0]) and alpha1[1] != "allow", alpha1
     assert verdict(gateway, "beta", probe) == beta0  # identical score and action
-    assert verdict(gateway, "alpha", similar(HAM[0]))[1] == "allow"
-    # spamc forget: three corrections left, under min_corrections: weight 0 again
-    forget = spamc(gateway, "-L", "forget", "-u", "alpha", data=(DATA / SPAM[0]).read_bytes())
+    assert verdict(gateway, "alpha", similar(HAM[0], 3))[1] == "allow"
+    # spamc forget takes both copies (one text): two corrections left, under the minimum
+    forget = spamc(gateway, "-L", "forget", "-u", "alpha", data=similar(SPAM[0], 1))
     assert b"successfully" in forget.stdout, forget
     assert verdict(gateway, "alpha", probe) == alpha0
 
@@ -116,12 +116,11 @@ def test_textgate_learn_beside_the_running_gateway(gateway: RunningGateway, tmp_
     before = verdict(gateway, "beta", probe)
     junk = tmp_path / "Junk"
     junk.mkdir()
-    for i, name in enumerate(SPAM):
-        (junk / f"{i}.eml").write_bytes((DATA / name).read_bytes())
     inbox = tmp_path / "INBOX"
     inbox.mkdir()
-    for i, name in enumerate(HAM):
-        (inbox / f"{i}.eml").write_bytes((DATA / name).read_bytes())
+    for copy in (1, 2):
+        (junk / f"{copy}.eml").write_bytes(similar(SPAM[1], copy))
+        (inbox / f"{copy}.eml").write_bytes(similar(HAM[1], copy))
     learn, _forget = (shlex.split(line) for line in recipe("learn").strip().splitlines())
     assert learn[:2] == ["textgate", "learn"] and "--forget" in _forget
     args = {"--config": str(gateway.config_path), "--tenant": "beta"}  # type: ignore[attr-defined]
