@@ -79,3 +79,24 @@ def test_weight_is_zero_below_the_minimum_and_grows() -> None:
     w10, w50, w200 = (tb.weight(n // 2, n // 2, 10, 1.0) for n in (10, 50, 200))
     assert 0 < w10 < w50 < w200 < 1.0
     assert w10 == 0.5
+
+
+def test_the_signal_is_scaled_on_the_corrections_and_silent_when_unsure() -> None:
+    spam = [R(i, "spam", "a", "spam", f"cheap pills offer number {i} buy now") for i in range(3)]
+    ham = [
+        R(10 + i, "spam", "a", "ham", f"minutes of board meeting {i} attached") for i in range(9)
+    ]
+    learning = learned(spam + ham)  # three times as much ham: the mix must not tilt it
+    like_spam = learning.signal("a", "spam", "cheap pills offer number 7 buy now")
+    like_ham = learning.signal("a", "spam", "minutes of board meeting 7 attached")
+    assert like_spam is not None and like_ham is not None
+    assert like_spam.log_odds > 0 > like_ham.log_odds
+    assert (
+        abs(like_spam.log_odds + tb.LEAN - 1) < 1.5 and abs(like_ham.log_odds + tb.LEAN + 1) < 1.5
+    )
+    unseen = learning.signal("a", "spam", "\u4e2d\u6587")  # no bucket in common
+    assert unseen is not None and unseen.log_odds == 0.0
+    same = learned(
+        [R(1, "spam", "a", "spam", "same words"), R(2, "spam", "a", "ham", "same words")]
+    )
+    assert (s := same.signal("a", "spam", "same words")) is not None and s.log_odds == 0.0

@@ -51,8 +51,8 @@ def test_the_tenants_corrections_re_decide_the_action() -> None:
     info = item.result["tenant_learning"]
     assert info["corrections"] == 24 and info["weight"] > 0 and info["log_odds"] < 0
     assert info["version"].startswith("24-")
-    spam = run(learned_for("a"), "a", SPAM + " code 99", Verdict("allow", 0.6))
-    assert spam.verdict.action in ("review", "quarantine") and spam.verdict.score > 0.6
+    spam = run(learned_for("a"), "a", SPAM + " code 99", Verdict("allow", 0.8))
+    assert spam.verdict.action in ("review", "quarantine") and spam.verdict.score > 0.85
 
 
 def test_another_tenant_and_the_default_one_are_untouched() -> None:
