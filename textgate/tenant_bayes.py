@@ -228,6 +228,8 @@ class Learning:
 
     def signal(self, tenant: str | None, task: str, text: str) -> Signal | None:
         """The tenant's signal for a text; None when the tenant has no corrections."""
+        if self.layer(tenant, task) is None:  # most tenants: no hashing on the event loop
+            return None
         where = buckets(text, self.features)
         with self._lock:
             layer = self.layer(tenant, task)

@@ -39,6 +39,7 @@ class Desk:
         self._seen_version: int | None = None
         self._checked = 0.0
         self._writes = 0
+        self._rebuilding = asyncio.Lock()
 
     @property
     def store(self) -> feedback.FeedbackStore:
@@ -83,9 +84,10 @@ class Desk:
         now = time.monotonic()
         if not self._learning_on or now - self._checked >= cfg.learning_poll_s:
             self._checked = now
-            changed = await asyncio.to_thread(self.store.data_version) != self._seen_version
-            if changed or not self._learning_on:
-                await asyncio.to_thread(self._rebuild)
+            async with self._rebuilding:  # one rebuild at a time; the others wait for it
+                changed = await asyncio.to_thread(self.store.data_version) != self._seen_version
+                if changed or not self._learning_on:
+                    await asyncio.to_thread(self._rebuild)
         return Learned(self.learning, cfg.min_corrections, cfg.learning_weight)
 
     async def forget(self, task: str, raw: str | bytes, tenant: str | None, rt: Runtime) -> int:
