@@ -195,7 +195,7 @@ def _best(tuning: dict[tuple[float, float], dict[str, Any]]) -> tuple[float, flo
     ok = []
     for key, t in tuning.items():
         s = t["sizes"]["50"]
-        if s["global_spam_recall"] - s["layer_spam_recall"] <= 0.01:
+        if s["global_spam_recall"] - s["layer_spam_recall"] <= 0.01 + 1e-9:  # float dust
             ok.append((s["layer_ham_flag_rate"], -s["layer_spam_recall"], key))
     return min(ok)[2] if ok else (0.0, min(CEILINGS))
 
