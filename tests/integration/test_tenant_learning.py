@@ -104,6 +104,19 @@ def test_a_tenants_tells_move_its_verdicts_and_no_one_elses(gateway: RunningGate
     alpha1 = verdict(gateway, "alpha", probe)
     assert float(alpha1[0]) > float(alpha0[0]) and alpha1[1] != "allow", alpha1
     assert verdict(gateway, "beta", probe) == beta0  # identical score and action
+    with gateway.client() as c:  # the HTTP result says what the layer did, for alpha only
+        head = {"content-type": "message/rfc822"}
+        for tenant in ("alpha", "beta"):
+            r = c.post("/v1/classify/spam", content=probe, headers=head | {"X-Tenant": tenant})
+            assert r.status_code == 200, r.text
+            learned = r.json()["results"][0].get("tenant_learning")
+            if tenant == "beta":
+                assert learned is None
+            else:
+                assert learned["corrections"] == 4 and learned["weight"] == 5.0, learned
+                assert learned["log_odds"] > 0 and learned["version"].startswith("4-")
+        metrics = c.get("/metrics").text
+    assert 'textgate_tenant_learning_changed_total{action="' in metrics
     assert verdict(gateway, "alpha", similar(HAM[0], 3))[1] == "allow"
     # spamc forget takes both copies (one text): two corrections left, under the minimum
     forget = spamc(gateway, "-L", "forget", "-u", "alpha", data=similar(SPAM[0], 1))
