@@ -279,6 +279,16 @@ class FeedbackStore(SQLiteStore):
         rows = self._run(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])  # -1: all
         return [_row(r) for r in rows]
 
+    def labels_of(self, *, text_sha256: str, task: str, tenant: str | None = None) -> set[str]:
+        """The labels a tenant's corrections already give one text (sa-learn's "already
+        learned")."""
+        rows = self._run(
+            "SELECT DISTINCT label FROM corrections WHERE text_sha256 = ? AND tenant = ? "
+            "AND task = ?",
+            (text_sha256, tenant or "", task),
+        )
+        return {r[0] for r in rows}
+
     def count(
         self, *, task: str | None = None, tenant: str | None = None, label: str | None = None
     ) -> int:

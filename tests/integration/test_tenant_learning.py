@@ -88,6 +88,11 @@ def similar(name: str, n: int = 0) -> bytes:
     return f"Message-ID: <again-{n}@example.org>\r\n".encode() + raw
 
 
+def issue(name: str, n: int) -> bytes:
+    """Another issue of the message: its subject numbered (a text of its own)."""
+    return similar(name, n).replace(b"Subject: ", f"Subject: [{n}] ".encode(), 1)
+
+
 def tell(gw: RunningGateway, tenant: str, label: str, raw: bytes) -> None:
     out = spamc(gw, "-L", label, "-u", tenant, data=raw)
     assert b"successfully" in out.stdout, out
@@ -132,8 +137,8 @@ def test_textgate_learn_beside_the_running_gateway(gateway: RunningGateway, tmp_
     inbox = tmp_path / "INBOX"
     inbox.mkdir()
     for copy in (1, 2):
-        (junk / f"{copy}.eml").write_bytes(similar(SPAM[1], copy))
-        (inbox / f"{copy}.eml").write_bytes(similar(HAM[1], copy))
+        (junk / f"{copy}.eml").write_bytes(issue(SPAM[1], copy))
+        (inbox / f"{copy}.eml").write_bytes(issue(HAM[1], copy))
     learn, _forget = (shlex.split(line) for line in recipe("learn").strip().splitlines())
     assert learn[:2] == ["textgate", "learn"] and "--forget" in _forget
     args = {"--config": str(gateway.config_path), "--tenant": "beta"}  # type: ignore[attr-defined]
@@ -144,6 +149,8 @@ def test_textgate_learn_beside_the_running_gateway(gateway: RunningGateway, tmp_
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(cmd, env=env, capture_output=True, timeout=120, check=False)
     assert done.returncode == 0 and b"learned_spam: 2" in done.stdout, done
+    again = subprocess.run(cmd, env=env, capture_output=True, timeout=120, check=False)
+    assert b"already_spam: 2" in again.stdout, again  # sa-learn: learned once
     time.sleep(POLL_S * 2)  # the gateway polls the store's data_version
     verdict(gateway, "beta", probe)  # the first request after the poll starts the rebuild
     after = verdict(gateway, "beta", probe)

@@ -52,6 +52,13 @@ def test_learn_writes_the_tenants_corrections_and_forget_removes_them(
     assert sorted(r.label for r in rows) == ["ham", "ham", "spam", "spam", "spam"]
     assert {(r.tenant, r.source, r.task) for r in rows} == {("example.com", "learn", "spam")}
     assert "prize" in next(r.text for r in rows if r.label == "spam")  # normalized text
+    assert cli.main([*args, "--spam", str(spam)]) == 0  # sa-learn learns a message once
+    assert "already_spam: 3\n" in capsys.readouterr().out and len(corrections(config)) == 5
+    assert cli.main([*args, "--ham", str(spam)]) == 0  # ... and relearns it as the other
+    assert "relearned_ham: 3\n" in capsys.readouterr().out
+    assert sorted(r.label for r in corrections(config)) == ["ham"] * 5
+    assert cli.main([*args, "--spam", str(spam)]) == 0
+    assert "relearned_spam: 3\n" in capsys.readouterr().out
     assert cli.main([*args, "--spam", str(spam), "--forget"]) == 0
     assert "forgot_spam: 3\n" in capsys.readouterr().out
     assert [r.label for r in corrections(config)] == ["ham", "ham"]

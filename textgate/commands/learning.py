@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,33 +54,52 @@ def _run_learn(args: argparse.Namespace) -> int:
             "policy.tenants", f"no tenant {tenant!r}", hint="name a tenant of the config"
         )
     preparer = Preparer(config.normalize, max_body_bytes=config.gateway.max_body_bytes)
+    # a person's own folders: the hourly allowance is for the network's clients
     store = feedback.FeedbackStore(config.feedback.path, max_per_tenant_per_hour=1 << 62)
-    counts: dict[str, Any] = {"tenant": tenant, "task": args.task, "store": str(store.path)}
+    counts: Counter[str] = Counter()
     try:
         for label, paths in (("spam", args.spam), ("ham", args.ham)):
-            done = 0
             for path in paths:
                 report = MailReport()
                 # every message here has this label: the folder is the label, not its name
                 for item in iter_mail(path, label_map=_AnyLabel(label), report=report):
                     text = preparer.email(item.raw).text
-                    if args.forget:
-                        done += store.remove(text_sha256=feedback.sha256(text), tenant=tenant)
-                    else:
-                        store.add(task=args.task, label=label, text=text, source="learn",
-                                  tenant=tenant, raw=item.raw)  # fmt: skip
-                        done += 1
-                counts[f"skipped_{label}"] = sum(report.skipped.values())
-            counts[("forgot_" if args.forget else "learned_") + label] = done
-        counts["tenant_total"] = store.count(task=args.task, tenant=tenant or "")
+                    how = _forget if args.forget else _learn
+                    counts[f"{how(store, args.task, tenant, label, text, item.raw)}_{label}"] += 1
+                counts[f"skipped_{label}"] += sum(report.skipped.values())
+        total = store.count(task=args.task, tenant=tenant or "")
     finally:
         store.close()
+    shown = {"tenant": tenant, "task": args.task, "store": str(config.feedback.path)}
+    shown |= dict(sorted(counts.items())) | {"tenant_total": total}
     if args.json:
-        print_json(counts)
+        print_json(shown)
     else:
-        for key, value in counts.items():
+        for key, value in shown.items():
             out.print(f"{key}: {value}", soft_wrap=True)
     return 0
+
+
+def _learn(store: Any, task: str, tenant: str | None, label: str, text: str, raw: bytes) -> str:
+    """One message learned as sa-learn does: once per label ("already" the second time); a
+    message learned with the other label before is relearned (its old rows go)."""
+    from textgate import feedback
+
+    sha = feedback.sha256(text)
+    before = store.labels_of(text_sha256=sha, task=task, tenant=tenant)
+    if before == {label}:
+        return "already"
+    if before:
+        store.remove(text_sha256=sha, tenant=tenant)
+    store.add(task=task, label=label, text=text, source="learn", tenant=tenant, raw=raw)
+    return "relearned" if before else "learned"
+
+
+def _forget(store: Any, task: str, tenant: str | None, label: str, text: str, raw: bytes) -> str:
+    """sa-learn --forget: the tenant's corrections of this message go, whatever their label."""
+    from textgate import feedback
+
+    return "forgot" if store.remove(text_sha256=feedback.sha256(text), tenant=tenant) else "unknown"
 
 
 class _AnyLabel(dict[str, str]):
