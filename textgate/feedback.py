@@ -24,7 +24,7 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,10 @@ class FeedbackStore(SQLiteStore):
     def __init__(self, path: Path, *, max_per_tenant_per_hour: int = 1000) -> None:
         super().__init__(path, ddl=_DDL, schema_version=SCHEMA_VERSION, error=FeedbackError)
         self.max_per_tenant_per_hour = max_per_tenant_per_hour
+        # Called with ("add" | "remove", row) after each committed write, in the writing
+        # thread: every way a correction arrives (HTTP, spamc, console) ends in add/remove,
+        # so per-tenant learning hooks here once (docs/learning.md).
+        self.watchers: list[Callable[[str, Correction], None]] = []
 
     @classmethod
     def from_config(cls, config: Any) -> FeedbackStore:
@@ -217,16 +221,39 @@ class FeedbackStore(SQLiteStore):
             db.execute("ROLLBACK")
             raise
         row = db.execute(f"SELECT {_COLUMNS} FROM corrections WHERE id = ?", (cur.lastrowid,))
-        return _row(row.fetchone())
+        added = _row(row.fetchone())
+        self._tell("add", [added])
+        return added
 
     def remove(self, *, text_sha256: str, tenant: str | None = None) -> int:
         """Forget a tenant's corrections of one text (spamc -L forget); how many went."""
+        return len(self.remove_rows(text_sha256=text_sha256, tenant=tenant))
+
+    def remove_rows(self, *, text_sha256: str, tenant: str | None = None) -> list[Correction]:
+        """``remove``, returning the rows that went (a learner subtracts exactly those)."""
         with self._locked() as db:
-            cur = db.execute(
-                "DELETE FROM corrections WHERE text_sha256 = ? AND tenant = ?",
-                (text_sha256, tenant or ""),
-            )
-            return int(cur.rowcount)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                where, args = "text_sha256 = ? AND tenant = ?", (text_sha256, tenant or "")
+                rows = db.execute(f"SELECT {_COLUMNS} FROM corrections WHERE {where}", args)
+                gone = [_row(r) for r in rows.fetchall()]
+                db.execute(f"DELETE FROM corrections WHERE {where}", args)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._tell("remove", gone)
+            return gone
+
+    def _tell(self, what: str, rows: Sequence[Correction]) -> None:
+        for row in rows:
+            for watch in self.watchers:
+                watch(what, row)
+
+    def data_version(self) -> int:
+        """SQLite's data_version: it changes when *another* connection commits (a
+        ``textgate learn`` beside a running gateway), not for this one's own writes."""
+        return int(self._run("PRAGMA data_version")[0][0])
 
     # --- reads (a console's API) ----------------------------------------------------------
 
@@ -251,6 +278,16 @@ class FeedbackStore(SQLiteStore):
         sql += f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._run(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])  # -1: all
         return [_row(r) for r in rows]
+
+    def labels_of(self, *, text_sha256: str, task: str, tenant: str | None = None) -> set[str]:
+        """The labels a tenant's corrections already give one text (sa-learn's "already
+        learned")."""
+        rows = self._run(
+            "SELECT DISTINCT label FROM corrections WHERE text_sha256 = ? AND tenant = ? "
+            "AND task = ?",
+            (text_sha256, tenant or "", task),
+        )
+        return {r[0] for r in rows}
 
     def count(
         self, *, task: str | None = None, tenant: str | None = None, label: str | None = None

@@ -11,6 +11,6 @@ import only the standard library, rich, ``textgate.errors`` and ``commands.commo
 
 from __future__ import annotations
 
-from textgate.commands import bench, bundles, gateway, release, serving, training
+from textgate.commands import bench, bundles, gateway, learning, release, serving, training
 
-GROUPS = (training, bundles, serving, bench, gateway, release)
+GROUPS = (training, bundles, serving, bench, gateway, learning, release)

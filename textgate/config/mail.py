@@ -74,11 +74,21 @@ class FeedbackConfig:
     max_per_tenant_per_hour: int = 1000  # beyond: 429, so one tenant cannot flood the store
     recent_requests: int = 10_000  # verdicts kept in memory so a request id can be corrected
     recent_bytes: int = 64 * 1024 * 1024  # ... and at most this many bytes of their input
+    # Per-tenant learning (docs/learning.md): each tenant's corrections move its own scores.
+    # Off by default: it lets unreviewed spamc TELLs change verdicts, which an operator opts
+    # into; on, it opens the store at start and rebuilds every tenant's layer from it.
+    tenant_learning: bool = False
+    min_corrections: int = 10  # a tenant's layer has weight 0 below this (and one class)
+    learning_weight: float = 2.0  # logits per unit of a layer's signal, at most (tuned: fold 0)
+    learning_poll_s: float = 2.0  # how often the store is checked for rows of another process
 
     def __post_init__(self) -> None:
         require(self.max_per_tenant_per_hour >= 1, "max_per_tenant_per_hour", "must be >= 1")
         require(self.recent_requests >= 0, "recent_requests", "must be >= 0")
         require(self.recent_bytes >= 0, "recent_bytes", "must be >= 0")
+        require(self.min_corrections >= 2, "min_corrections", "must be >= 2 (one per class)")
+        require(0.0 <= self.learning_weight <= 10.0, "learning_weight", "must be in [0, 10]")
+        require(self.learning_poll_s > 0, "learning_poll_s", "must be > 0")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -166,6 +166,7 @@ class Gateway:
             await self.parse_pool.start()
             self.runtime.parse_pool = self.parse_pool
         await self.events.start(self.metrics.registry)
+        await self.desk.start_learning()  # every tenant's layer from the feedback store
         await self.runtime.client.start()
         if self.releases is not None:
             await self.releases.start()

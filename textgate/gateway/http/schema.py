@@ -65,6 +65,11 @@ class ItemResult(BaseModel):
         "every raw message, and for texts where the task's policy names ok_languages; "
         "unwanted: not in ok_languages, the action raised to at least language_action",
     )
+    tenant_learning: dict[str, Any] | None = Field(
+        None,
+        description="the tenant's own corrections as a signal (feedback.tenant_learning): "
+        "{corrections, weight (0 below feedback.min_corrections), log_odds, version}",
+    )
     cached: bool | None = Field(
         None,
         description="true: the model's answer came from the campaign memory (an identical "

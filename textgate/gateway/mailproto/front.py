@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from textgate import feedback
 from textgate.config import Config, PolicyConfig
 from textgate.gateway.mailproto import marks
 from textgate.gateway.records import logs
@@ -82,8 +81,7 @@ class Scanner:
         task = rt.config.mail.task
         tenant = self.tenant(rt, user)
         if remove:
-            text = rt.preparer.email(raw).text
-            await desk.store.remove_async(text_sha256=feedback.sha256(text), tenant=tenant)
+            await desk.forget(task, raw, tenant, rt)
             return
         label = policy.spamc_label(label, rt.router.route(task).labels)
         rid = _request_id_header(raw)

@@ -91,6 +91,10 @@ class Metrics:
             "textgate_language_unwanted", "Items in a language their task's policy does not read",
             ["task", "language"], registry=r,
         )  # fmt: skip
+        self.learned = Counter(
+            "textgate_tenant_learning_changed", "Items whose action a tenant's learning changed",
+            ["task", "action"], registry=r,
+        )  # fmt: skip
         self.campaigns = Counter(
             "textgate_campaign_memory", "Items looked up in the campaign memory by result",
             ["task", "result"], registry=r,

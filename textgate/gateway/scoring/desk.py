@@ -10,15 +10,19 @@ protocols and the console all reach the same desk, and it lives as long as the g
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from textgate import feedback
+from textgate import feedback, tenant_bayes
 from textgate.config import FeedbackConfig
 from textgate.errors import InvalidInput, NotFound
 from textgate.gateway.scoring import explain
 from textgate.gateway.scoring.context import Context, Runtime
 from textgate.gateway.scoring.explain import Span
+from textgate.gateway.scoring.learning import Learned
+from textgate.gateway.scoring.policy import NEGATIVE_LABELS
 from textgate.signals import wire
 
 
@@ -28,17 +32,68 @@ class Desk:
         cfg = config()
         self.recent = feedback.Recent(cfg.recent_requests, cfg.recent_bytes)
         self._store: feedback.FeedbackStore | None = None  # opened at the first correction
+        # Per-tenant learning (feedback.tenant_learning): kept from the store's writes
+        # (its watchers) and rebuilt when another process (textgate learn) changed the file.
+        self.learning = tenant_bayes.Learning(NEGATIVE_LABELS)
+        self._learning_on = False
+        self._seen_version: int | None = None
+        self._checked = 0.0
+        self._writes = 0
+        self._rebuilding = asyncio.Lock()
 
     @property
     def store(self) -> feedback.FeedbackStore:
         if self._store is None:
             self._store = feedback.FeedbackStore.from_config(self._config())
+            self._store.watchers.append(self._watch)
         return self._store
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    # --- per-tenant learning ----------------------------------------------------------
+
+    def _watch(self, what: str, row: feedback.Correction) -> None:
+        self._writes += 1
+        if self._learning_on:
+            (self.learning.add if what == "add" else self.learning.remove)(row)
+
+    async def start_learning(self) -> None:
+        """Every tenant's layer from the store, at start (off the event loop)."""
+        if self._config().tenant_learning:
+            await asyncio.to_thread(self._rebuild)
+
+    def _rebuild(self) -> None:
+        self._learning_on = True
+        for _ in range(3):  # a write during the rebuild may be missed: read again
+            writes = self._writes
+            self._seen_version = self.store.data_version()
+            self.learning.rebuild(self.store.find(limit=-1))
+            if writes == self._writes:
+                return
+
+    async def learned(self) -> Learned | None:
+        """The layers for one request; polls the store for another process's rows at most
+        every ``learning_poll_s`` (one PRAGMA in a worker thread)."""
+        cfg = self._config()
+        if not cfg.tenant_learning:
+            self._learning_on = False
+            return None
+        now = time.monotonic()
+        if not self._learning_on or now - self._checked >= cfg.learning_poll_s:
+            self._checked = now
+            async with self._rebuilding:  # one rebuild at a time; the others wait for it
+                changed = await asyncio.to_thread(self.store.data_version) != self._seen_version
+                if changed or not self._learning_on:
+                    await asyncio.to_thread(self._rebuild)
+        return Learned(self.learning, cfg.min_corrections, cfg.learning_weight)
+
+    async def forget(self, task: str, raw: str | bytes, tenant: str | None, rt: Runtime) -> int:
+        """spamc forget: a tenant's corrections of this message go (and leave its layer)."""
+        text = rt.preparer.email(raw).text if isinstance(raw, bytes) else rt.preparer.text(raw).text
+        return await self.store.remove_async(text_sha256=feedback.sha256(text), tenant=tenant)
 
     def remember(
         self,

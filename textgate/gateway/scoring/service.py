@@ -165,7 +165,8 @@ class Service:
             for x, item, v in zip(raw, items, verdicts, strict=True)
         ]
         tenant = rt.policy.tenant_config(ctx.tenant)
-        steps.run(steps.Scope(task, rule, tenant, self.metrics), found)
+        learned = await self.desk.learned() if self.desk is not None else None
+        steps.run(steps.Scope(task, rule, tenant, self.metrics, ctx.tenant, learned), found)
         verdicts = [f.verdict for f in found]
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)

@@ -1,11 +1,14 @@
 """The steps after the policy: each may change an item's verdict and add to its result.
 
-    policy.decide ─> on_malformed ─> STEPS: sender lists ─> language policy ─> the answer
+    policy.decide ─> on_malformed ─> STEPS: sender lists ─> tenant learning ─> language
+                                            policy ─> the answer
 
 One list, run in order over every item of a request: a new per-item adjustment (a
 reputation list, a size rule) is one more function here, not one more pass in the service.
 The order matters: the language step leaves an allow-listed sender alone, so it runs after
-the sender lists.
+the sender lists; tenant learning re-decides the thresholds' action, so it runs after the
+lists (whose decision it leaves alone) and before the language policy (whose floor must
+apply to the action learning chose, not be undone by it).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 
 from textgate.config import TaskPolicyConfig, TenantConfig
 from textgate.gateway.records.prometheus import Metrics
-from textgate.gateway.scoring import languages, senders
+from textgate.gateway.scoring import languages, learning, senders
+from textgate.gateway.scoring.learning import Learned
 from textgate.gateway.scoring.policy import Verdict
 from textgate.gateway.scoring.senders import Listed
 from textgate.signals.language import Language
@@ -30,6 +34,8 @@ class Scope:
     rule: TaskPolicyConfig
     tenant: TenantConfig | None
     metrics: Metrics
+    tenant_name: str | None = None  # the request's tenant (None: the default one)
+    learned: Learned | None = None  # per-tenant learning, when the feedback config turns it on
 
 
 @dataclass
@@ -68,8 +74,19 @@ def language_policy(scope: Scope, items: Sequence[Item]) -> None:
             scope.metrics.languages.labels(scope.task, f.code).inc()
 
 
+def tenant_learning(scope: Scope, items: Sequence[Item]) -> None:
+    """The tenant's own corrections as a signal (``learning.py``)."""
+    for item in items:
+        found = learning.signal(scope.learned, scope.tenant_name, scope.task, item.text)
+        before = item.verdict.action
+        item.verdict = learning.verdict(scope.rule, item.verdict, found, item.listed)
+        item.result |= learning.as_result(found)
+        if item.verdict.action != before:
+            scope.metrics.learned.labels(scope.task, item.verdict.action).inc()
+
+
 Step = Callable[[Scope, Sequence[Item]], None]
-STEPS: tuple[Step, ...] = (sender_lists, language_policy)
+STEPS: tuple[Step, ...] = (sender_lists, tenant_learning, language_policy)
 
 
 def run(scope: Scope, items: Sequence[Item]) -> None:

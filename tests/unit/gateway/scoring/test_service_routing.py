@@ -345,6 +345,9 @@ class FakeDesk:
 
         return [Span("money", "word", 0.5)][:n]
 
+    async def learned(self) -> None:  # per-tenant learning off, as by default
+        return None
+
 
 class FakeReviewStore:
     def __init__(self) -> None:
