@@ -15,7 +15,11 @@ Each tenant may add at most ``max_per_tenant_per_hour`` corrections (429 beyond)
 user cannot flood the next training set; training caps each tenant's share again.
 
 The API for a console: ``add``, ``remove``, ``get``, ``find`` (newest first, filters,
-keyset paging by id), ``count``, each returning ``Correction`` rows or plain numbers.
+keyset paging by id), ``count``, each returning ``Correction`` rows or plain numbers; and
+for per-tenant learning, ``watchers`` of every committed write and ``data_version``.
+
+Just over 400 lines: the store, its row type and the folding of its rows into a training
+set share one schema, kept on one page.
 """
 
 from __future__ import annotations
