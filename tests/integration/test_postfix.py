@@ -87,12 +87,13 @@ def postfix(
     milters = {"hold": None, "reject": rejects["mail"]["milter_port"]}  # None: main.cf's
     urls = [triton_server.grpc_url]
     with run_postfix(milters, main_cf) as box:
-        # the console's release runs the shipped script on this instance (-c its config)
-        command = [str(ROOT / "scripts" / "postfix-release"), "-c", str(box.config_dir)]
-        holds["review"] = {
-            "path": str(tmp / "h" / "review.sqlite3"),
-            "release_command": [*command, "{queue_id}"],
-        }
+        # the recipe's release command: the shipped script, on this instance (-c its config)
+        review = yaml.safe_load(recipe("release_command"))["review"]
+        program, *args = review["release_command"]
+        assert program.endswith("/postfix-release") and args == ["{queue_id}"]
+        script = str(ROOT / "scripts" / "postfix-release")
+        review["release_command"] = [script, "-c", str(box.config_dir), *args]
+        holds["review"] = review | {"path": str(tmp / "h" / "review.sqlite3")}
         holds["feedback"] = {"path": str(tmp / "h" / "feedback.sqlite3")}
         holds["gateway"] = {"admin_token": ADMIN}
         with run_gateway(holds, urls) as gw, run_gateway(rejects, urls):
