@@ -43,9 +43,23 @@ LEANS = (0.0, 0.5, 1.0)
 MINIMUM = 10  # feedback.min_corrections' default
 
 
+def fold_rows(table: Any, fold: int, scores: Path | None = None) -> list[int]:
+    """The tenant's rows: the fold's groups, and with ``scores`` only the rows the run
+    scored (``evaluate`` scores the transformer and ``combined`` on ``--test-per-group``
+    rows a group, not on all)."""
+    rows = [i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]]
+    if scores is None:
+        return rows
+    with np.load(scores) as f:
+        models = sorted({k.split("/")[1] for k in f.files if k.startswith(f"fold{fold}/")})
+        model = "combined" if "combined" in models else models[0]
+        scored = set(f[f"fold{fold}/{model}/rows"].tolist())
+    return [i for i in rows if i in scored]
+
+
 def global_scores(table: Any, fold: int, scores: Path | None) -> tuple[np.ndarray, str]:
-    """P(not ham) for every row of the fold's groups, from a scorer that never saw them."""
-    rows = np.array([i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]])
+    """P(not ham) for every row of ``fold_rows``, from a scorer that never saw them."""
+    rows = np.array(fold_rows(table, fold, scores))
     if scores is not None:
         with np.load(scores) as f:
             models = sorted({k.split("/")[1] for k in f.files if k.startswith(f"fold{fold}/")})
@@ -89,9 +103,15 @@ def rates(score: np.ndarray, spam: np.ndarray, at: float) -> dict[str, float]:
 
 
 def run_fold(
-    table: Any, fold: int, base: np.ndarray, ceiling: float, draws: int, lean: float
+    table: Any,
+    fold: int,
+    base: np.ndarray,
+    ceiling: float,
+    draws: int,
+    lean: float,
+    scores: Path | None = None,
 ) -> dict[str, Any]:
-    rows = [i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]]
+    rows = fold_rows(table, fold, scores)
     spam = np.array([table.labels[i] != "ham" for i in rows])
     where = [tenant_bayes.buckets(table.texts[i]) for i in rows]
     at = Config().policy.for_task("spam").review_at
@@ -120,11 +140,12 @@ def run_fold(
 
 
 def isolation(
-    table: Any, fold: int, base: np.ndarray, ceiling: float, lean: float
-) -> dict[str, Any]:
+    table: Any, fold: int, base: np.ndarray, ceiling: float, lean: float,
+    scores: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """Tenant t holds 200 corrections; another tenant's and the default tenant's scores
     through the same step are compared bit for bit with the global scores."""
-    rows = [i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]]
+    rows = fold_rows(table, fold, scores)
     spam = [table.labels[i] != "ham" for i in rows]
     where = [tenant_bayes.buckets(table.texts[i]) for i in rows]
     layer = tenant_bayes.Layer(lean)
@@ -152,14 +173,14 @@ def main() -> None:
     table = load_task("spam")
     tune_base, source = global_scores(table, args.tune_fold, args.scores)
     tuning = {
-        (lean, c): run_fold(table, args.tune_fold, tune_base, c, args.draws, lean)
+        (lean, c): run_fold(table, args.tune_fold, tune_base, c, args.draws, lean, args.scores)
         for lean in LEANS
         for c in CEILINGS
     }
     lean, ceiling = _best(tuning)
     base, source = global_scores(table, args.fold, args.scores)
-    report = run_fold(table, args.fold, base, ceiling, args.draws, lean)
-    other = isolation(table, args.tune_fold, tune_base, ceiling, lean)  # another tenant's mail
+    report = run_fold(table, args.fold, base, ceiling, args.draws, lean, args.scores)
+    other = isolation(table, args.tune_fold, tune_base, ceiling, lean, args.scores)
     result = {
         "global_model": source,
         "fold": list(CORPUS_FOLDS[args.fold]),

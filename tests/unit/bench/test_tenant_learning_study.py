@@ -58,3 +58,21 @@ def test_rates_and_the_choice_follow_the_issues_targets(study: ModuleType) -> No
         (0.5, 2.0): at50(0.008, 0.89),
     }
     assert study._best(tuning) == (0.5, 2.0)
+
+
+def test_with_scores_the_tenant_is_the_rows_the_run_scored(
+    study: ModuleType, tmp_path: Path
+) -> None:
+    fold = 4
+    groups = study.CORPUS_FOLDS[fold]
+    table = SimpleNamespace(groups=(groups[0], groups[1], groups[0], "other", groups[1]))
+    path = tmp_path / "scores.npz"
+    np.savez(
+        path,
+        **{f"fold{fold}/combined/rows": np.array([4, 0]),
+           f"fold{fold}/combined/score": np.array([0.7, 0.2])},
+    )  # fmt: skip
+    assert study.fold_rows(table, fold, path) == [0, 4]  # evaluate scored 2 of the 4
+    assert study.fold_rows(table, fold) == [0, 1, 2, 4]
+    score, _ = study.global_scores(table, fold, path)
+    assert score.tolist() == [0.2, 0.7]
