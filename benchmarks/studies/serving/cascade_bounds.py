@@ -1,0 +1,215 @@
+"""The confidence cascade (issue 42 §1), before it is built: how much mail could the cheap
+signals alone (the n-gram model + the structure symbols, one calibrated combiner) answer
+without the transformer, if the bounds may change at most 0.3 % of actions in any source
+group relative to the full scorer — with the bounds chosen on other sources than the ones
+they are measured on?
+
+    python benchmarks/studies/serving/cascade_bounds.py --scores reports/seed42.npz \
+        [--out benchmarks/results/cascade_bounds.json]
+
+``--scores`` is ``textgate evaluate --task spam --by-source --scores`` (the nested seed-42
+run of docs/email-model.md): its ``combined`` column is the full served scorer, out of
+source, on 400 rows a group. For each leave-one-source-out fold F of
+``textgate.evaluate.CORPUS_FOLDS``, nested:
+
+1. the cheap score of every row of every other fold G comes from an n-gram model fitted
+   without F and G (``evaluate.scorers.ngram_lr``), and a cheap combiner
+   (``train.combiner.fit_by_groups``: the n-gram log-odds and the symbols, sign-constrained,
+   on real mail only) is fitted on those rows;
+2. the bounds: ``allow`` when the cheap score is ≤ lo, ``quarantine`` when ≥ hi, else the
+   full scorer — the (lo, hi) that skips the most of the other folds' scored rows while no
+   group there has more than ``--max-change`` of its actions changed;
+3. fold F's rows get the cheap score from an n-gram model fitted without F (the run's own
+   ``ngrams`` column) through that combiner, and the cascade is measured there: share
+   answered cheaply and actions changed, per group; F1 and ham flagged at review, full vs
+   cascaded.
+
+Actions are the policy's thresholds on P(not ham) (review 0.85, quarantine 0.95); the
+phish label rule's floor is not modelled (the cascade may only answer ``allow`` for mail
+whose cheap score is far below it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from textgate import signals
+from textgate.config import Config
+from textgate.data import load_task
+from textgate.evaluate import CORPUS_FOLDS
+from textgate.evaluate.scorers import ngram_lr
+from textgate.train import combiner as fitter
+
+EPS = 1e-7
+GRID = 200  # candidate bounds: quantiles of the cheap scores
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, EPS, 1 - EPS)
+    return np.asarray(np.log(p / (1 - p)))
+
+
+def actions(score: np.ndarray, review: float, quarantine: float) -> np.ndarray:
+    return np.where(score >= quarantine, 2, np.where(score >= review, 1, 0))
+
+
+def scored(npz: Any, fold: int, model: str) -> dict[int, float]:
+    rows, score = npz[f"fold{fold}/{model}/rows"], npz[f"fold{fold}/{model}/score"]
+    return dict(zip(rows.tolist(), score.tolist(), strict=True))
+
+
+def fold_rows(table: Any, fold: int) -> np.ndarray:
+    return np.array([i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]])
+
+
+def cheap_combiner(table: Any, held: int, log: Any) -> Any:
+    """Fitted on every other fold's rows, each scored by an n-gram model that saw neither
+    that fold nor ``held``."""
+    lexical, rows = [], []
+    for g in range(len(CORPUS_FOLDS)):
+        if g == held:
+            continue
+        out = set(CORPUS_FOLDS[g]) | set(CORPUS_FOLDS[held])
+        train = [i for i, grp in enumerate(table.groups) if grp not in out]
+        test = fold_rows(table, g)
+        y = np.array([table.labels[i] != "ham" for i in train], dtype=int)
+        lexical.append(ngram_lr([table.texts[i] for i in train], y, [table.texts[i] for i in test]))
+        rows.append(test)
+        log(f"fold {held}: n-grams without folds {held}, {g} scored {len(test)} rows")
+    idx = np.concatenate(rows)
+    lex = _logit(np.concatenate(lexical))
+    model, _ = fitter.fit_by_groups(
+        np.zeros(len(idx)),  # no content score: the cheap path has no transformer
+        lex,
+        [table.symbols[i] for i in idx],
+        np.array([table.labels[i] != "ham" for i in idx], dtype=int),
+        [table.groups[i] for i in idx],
+        symbols=signals.ORDER,
+        directions={n: s.direction for n, s in signals.SYMBOLS.items()},
+        negative=0,
+    )
+    return model, dict(zip(idx.tolist(), lex.tolist(), strict=True))
+
+
+def cheap(model: Any, table: Any, rows: list[int], lex: dict[int, float]) -> np.ndarray:
+    z = model.z(np.zeros(len(rows)), np.array([lex[i] for i in rows]),
+                [table.symbols[i] for i in rows])  # fmt: skip
+    return np.asarray(1 / (1 + np.exp(-z)))
+
+
+def choose(
+    c: np.ndarray, full: np.ndarray, groups: np.ndarray, rule: Any, max_change: float
+) -> tuple[float, float]:
+    """(lo, hi) skipping the most rows with no group's changed actions above max_change."""
+    act = actions(full, rule.review_at, rule.quarantine_at)
+    names = np.unique(groups)
+    cand = np.unique(np.quantile(c, np.linspace(0, 1, GRID)))
+    los = [0.0, *[x for x in cand if x < rule.review_at]]
+    his = [1.0 + EPS, *[x for x in cand if x >= rule.quarantine_at]]
+
+    def changed(mask: np.ndarray, to: int) -> np.ndarray:
+        return np.array([((act != to) & mask)[groups == g].mean() for g in names])
+
+    lo_ch = {lo: changed(c <= lo, 0) for lo in los}
+    hi_ch = {hi: changed(c >= hi, 2) for hi in his}
+    best = (0.0, 1.0 + EPS, -1.0)
+    for lo in los:
+        for hi in his:
+            if (lo_ch[lo] + hi_ch[hi]).max() <= max_change + 1e-12:
+                skip = float(((c <= lo) | (c >= hi)).mean())
+                if skip > best[2]:
+                    best = (float(lo), float(hi), skip)
+    return best[0], best[1]
+
+
+def measure(
+    c: np.ndarray, full: np.ndarray, y: np.ndarray, groups: np.ndarray, bounds: tuple[float, float],
+    rule: Any,
+) -> dict[str, Any]:  # fmt: skip
+    lo, hi = bounds
+    skip = (c <= lo) | (c >= hi)
+    cas = np.where(skip, c, full)
+    a_full = actions(full, rule.review_at, rule.quarantine_at)
+    a_cas = np.where(c <= lo, 0, np.where(c >= hi, 2, a_full))
+    out: dict[str, Any] = {"groups": {}}
+    for g in np.unique(groups):
+        m = groups == g
+        out["groups"][str(g)] = {
+            "rows": int(m.sum()),
+            "answered_cheaply": round(float(skip[m].mean()), 4),
+            "actions_changed": round(float((a_cas != a_full)[m].mean()), 4),
+            "ham_flagged_at_review": {
+                "full": round(float((a_full[m & ~y] >= 1).mean()), 4) if (m & ~y).any() else None,
+                "cascade": round(float((a_cas[m & ~y] >= 1).mean()), 4) if (m & ~y).any() else None,
+            },
+        }
+    out["answered_cheaply"] = round(float(skip.mean()), 4)
+    out["f1"] = {"full": _f1(full, y), "cascade": _f1(cas, y)}
+    return out
+
+
+def _f1(score: np.ndarray, y: np.ndarray) -> float:
+    p = score >= 0.5
+    tp = float((p & y).sum())
+    return round(2 * tp / (p.sum() + y.sum()), 4) if y.any() else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scores", type=Path, required=True)
+    ap.add_argument("--max-change", type=float, default=0.003)
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/cascade_bounds.json"))
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    table = load_task("spam")
+    rule = Config().policy.for_task("spam")
+    npz = np.load(args.scores)
+    folds: dict[str, Any] = {}
+    for f in range(len(CORPUS_FOLDS)):
+        model, lex_other = cheap_combiner(table, f, print)
+        other = [g for g in range(len(CORPUS_FOLDS)) if g != f]
+        o_rows = [i for g in other for i in scored(npz, g, "combined")]
+        o_full = np.array(
+            [scored(npz, g, "combined")[i] for g in other for i in scored(npz, g, "combined")]
+        )
+        bounds = choose(
+            cheap(model, table, o_rows, lex_other), o_full,
+            np.array([table.groups[i] for i in o_rows]), rule, args.max_change,
+        )  # fmt: skip
+        full = scored(npz, f, "combined")
+        lex = {i: float(_logit(np.array(s))) for i, s in scored(npz, f, "ngrams").items()}
+        rows = list(full)
+        c = cheap(model, table, rows, lex)
+        y = np.array([table.labels[i] != "ham" for i in rows])
+        g = np.array([table.groups[i] for i in rows])
+        every = cheap(model, table, list(lex), lex)  # all the fold's rows, not only scored
+        name = " + ".join(CORPUS_FOLDS[f])
+        folds[name] = {
+            "bounds": {"allow_at_or_below": bounds[0], "quarantine_at_or_above": bounds[1]},
+            "scored_rows": measure(c, np.array([full[i] for i in rows]), y, g, bounds, rule),
+            "every_row_answered_cheaply": round(
+                float(((every <= bounds[0]) | (every >= bounds[1])).mean()), 4
+            ),
+        }
+        print(json.dumps({name: folds[name]["scored_rows"]["answered_cheaply"]}))
+    result = {
+        "scores": args.scores.name,
+        "max_change_per_group": args.max_change,
+        "review_at": rule.review_at,
+        "quarantine_at": rule.quarantine_at,
+        "folds": folds,
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
