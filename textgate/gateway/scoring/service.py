@@ -166,7 +166,9 @@ class Service:
         ]
         tenant = rt.policy.tenant_config(ctx.tenant)
         learned = await self.desk.learned() if self.desk is not None else None
-        steps.run(steps.Scope(task, rule, tenant, self.metrics, ctx.tenant, learned), found)
+        await steps.run_async(
+            steps.Scope(task, rule, tenant, self.metrics, ctx.tenant, learned), found
+        )
         verdicts = [f.verdict for f in found]
         ctx.timings_ms["policy"] = _ms(t)
         ctx.timings_ms["total"] = _ms(ctx.started)

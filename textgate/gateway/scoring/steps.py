@@ -13,6 +13,7 @@ apply to the action learning chose, not be undone by it).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,3 +93,15 @@ STEPS: tuple[Step, ...] = (sender_lists, tenant_learning, language_policy)
 def run(scope: Scope, items: Sequence[Item]) -> None:
     for step in STEPS:
         step(scope, items)
+
+
+async def run_async(scope: Scope, items: Sequence[Item]) -> None:
+    """``run``, in a worker thread when the request's tenant has a learning layer: hashing
+    each text and, after a new correction, re-centring the layer (up to 400 leave-one-out
+    scores) would otherwise hold the event loop, and every other request with it. Without
+    a layer the steps are cheap and stay on the loop (a thread hop costs more than they do)."""
+    learned = scope.learned
+    if learned is not None and learned.layers.layer(scope.tenant_name, scope.task) is not None:
+        await asyncio.to_thread(run, scope, items)
+    else:
+        run(scope, items)

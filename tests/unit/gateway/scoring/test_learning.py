@@ -102,3 +102,28 @@ async def _desk_learns(tmp_path: Path) -> None:
     assert desk.store.remove(text_sha256=feedback.sha256(SPAM), tenant="a") == 1
     assert layer.docs == [1, 0]
     desk.close()
+
+
+def test_a_tenant_with_a_layer_is_scored_off_the_event_loop(monkeypatch: object) -> None:
+    """Hashing and re-centring run in a worker thread for a tenant with a layer, so they
+    never hold other requests; a tenant without one stays on the loop (no thread hop)."""
+    import threading
+
+    seen: list[tuple[str | None, bool]] = []
+
+    def record(scope: steps.Scope, items: object) -> None:
+        seen.append((scope.tenant_name, threading.current_thread() is threading.main_thread()))
+
+    monkeypatch.setattr(steps, "STEPS", (record, *steps.STEPS))  # type: ignore[attr-defined]
+    rule = Config().policy.for_task("spam")
+    learned = learned_for("a")
+
+    async def score(tenant: str) -> steps.Item:
+        item = steps.Item(HAM, HAM + " issue 99", None, Verdict("review", 0.9))
+        await steps.run_async(steps.Scope("spam", rule, None, Metrics(), tenant, learned), [item])
+        return item
+
+    moved = asyncio.run(score("a"))
+    kept = asyncio.run(score("b"))
+    assert seen == [("a", False), ("b", True)]
+    assert moved.verdict.action == "allow" and kept.verdict.action == "review"
