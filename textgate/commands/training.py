@@ -73,9 +73,11 @@ def _add_evaluate(sub: Subparsers) -> None:
         "mail, a honeypot year), train on the rest, score only the held-out mail: the "
         "estimate of quality on mail from elsewhere. The transformer gets a short budget "
         "per fold; TF-IDF + logistic regression and naive Bayes run on the same folds. "
-        "'combined' is the served spam scorer, its combiner refit inside every fold (two "
-        "more transformer trainings a fold). --seeds runs every fold once per seed and "
-        "writes one report: the means and spread over seeds, then each seed's folds.",
+        "'transformer+ngrams' is the served spam scorer; 'combined' the fitted combiner "
+        "of both halves and the structure symbols (textgate train --combiner-folds 2), "
+        "refit inside every fold (two more transformer trainings a fold). --seeds runs "
+        "every fold once per seed and writes one report: the means and spread over seeds, "
+        "then each seed's folds.",
         examples=(
             "textgate evaluate --task spam --by-source -o reports/by-source.json",
             "textgate evaluate --task spam --by-source --seeds 42,1,2 -o reports/seeds.json",
@@ -91,8 +93,8 @@ def _add_evaluate(sub: Subparsers) -> None:
     p.add_argument(
         "--models",
         default="transformer,ngrams,transformer+ngrams,combined,tfidf-lr,naive-bayes",
-        help="comma-separated (combined is the served spam scorer: transformer + n-grams + "
-        "structure symbols; transformer+ngrams the two halves joined without symbols)",
+        help="comma-separated (transformer+ngrams is the served spam scorer, the two halves "
+        "joined; combined the fitted combiner of both and the structure symbols)",
     )
     p.add_argument(
         "--per-group",
@@ -279,6 +281,13 @@ def _add_train(sub: Subparsers) -> None:
         default=None,
         help="fit the lexical n-gram half served beside the transformer (default: per task)",
     )
+    p.add_argument(
+        "--combiner-folds",
+        type=int,
+        help="mail: fit the combiner of transformer, n-grams and structure symbols on "
+        "out-of-source scores from this many folds of source groups (each a training); "
+        "0: the n-gram join's fixed mix, symbols reported at weight 0 (default: per task)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
@@ -306,6 +315,7 @@ def _run_train(args: argparse.Namespace) -> int:
         per_group=args.per_group,
         class_weights=args.class_weights,
         ngrams=args.ngrams,
+        combiner_folds=args.combiner_folds,
         force=args.force,
         progress=not args.no_progress,
     )

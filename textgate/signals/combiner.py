@@ -71,6 +71,26 @@ def design(
     return np.column_stack([c, lex, indicators(fired, symbols)])
 
 
+def join(
+    weight: float, *, negative: int, symbols: Sequence[str], directions: Mapping[str, int]
+) -> Combiner:
+    """The n-gram join (``ngrams.adjust``: (1 − weight)·content + weight·lexical) as a
+    combiner whose every symbol weighs 0: the symbols that fired are framed, listed and
+    explained, as SpamAssassin lists its zero-score informational rules, but move nothing.
+    The spam default since nested leave-one-source-out put the fitted weights below this mix
+    on every seed (docs/email-model.md, "The join, not the fitted combiner")."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the join's weight must lie in [0, 1], got {weight}")
+    names = tuple(symbols)
+    return Combiner(
+        features=(*SCORES, *names),
+        weights=[1.0 - weight, weight, *([0.0] * len(names))],
+        intercept=0.0,
+        negative=negative,
+        directions={n: int(directions[n]) for n in names},
+    )
+
+
 class Combiner:
     """Combined not-ham log-odds z = intercept + w_c·content + w_l·lexical + Σ_s w_s·[s fired]."""
 

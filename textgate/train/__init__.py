@@ -163,12 +163,16 @@ def train(
         if opts.ngrams:
             recipe = task_defaults(task, opts.recipe).ngram_recipe
             info["ngrams"] = _fit_ngrams(splits.train, parts, labels, opts, recipe, tmp, say)
-        if opts.combiner_folds and opts.ngrams and parts.train.symbols:
-            from textgate.train.stacking import fit_combiner
+        if opts.ngrams and parts.train.symbols:  # mail: the symbols reach the verdict
+            from textgate.train import stacking
 
-            info["combiner"] = fit_combiner(
-                splits, parts.train, labels, opts, task=task, out=tmp, say=say, base=base
-            )
+            if opts.combiner_folds:
+                info["combiner"] = stacking.fit_combiner(
+                    splits, parts.train, labels, opts, task=task, out=tmp, say=say, base=base
+                )
+            else:
+                weight = float(info["ngrams"]["weight"])
+                info["combiner"] = stacking.join_combiner(labels, weight=weight, out=tmp)
             if info["combiner"]["cut_by_time_budget"]:  # the build's cache check reads this
                 info["stopped"] = "time_budget"
         write_json(tmp / "textgate.json", info)

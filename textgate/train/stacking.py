@@ -9,6 +9,12 @@ The weights so learn how each signal behaves on mail from sources its models nev
 model scored on its own training rows looks perfect, and a combiner fitted on that would
 trust it blindly. The served transformer and n-gram model are the ones trained on all rows;
 the fold models only produce the combiner's training inputs and are thrown away.
+
+The spam default no longer fits it (``TaskDefaults.combiner_folds`` 0): ``join_combiner``
+writes the n-gram join's fixed mix with every symbol at weight 0 instead, because nested
+leave-one-source-out scored the fitted weights below that mix on every seed measured
+(docs/email-model.md, "The join, not the fitted combiner"). ``textgate train
+--combiner-folds K`` still fits one, and ``textgate evaluate``'s ``combined`` measures it.
 """
 
 from __future__ import annotations
@@ -54,7 +60,27 @@ def fit_combiner(
         groups=np.array(train.groups),
         symbols=np.array([" ".join(s) for s in train.symbols]),
     )
-    return {**model.describe(), "file": COMBINER_FILE, "out_of_source_file": OOF_FILE, **info}
+    record = {**model.describe(), "file": COMBINER_FILE, "out_of_source_file": OOF_FILE}
+    return {**record, "fitted": True, **info}
+
+
+def join_combiner(labels: Sequence[str], *, weight: float, out: Path) -> dict[str, Any]:
+    """Write the join's combiner (``signals.combiner.join``: no fitting, no fold trainings);
+    returns what textgate.json records of it."""
+    from textgate import signals
+    from textgate.signals.combiner import join
+
+    negative = list(labels).index("ham") if "ham" in labels else 0
+    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    model = join(weight, negative=negative, symbols=signals.ORDER, directions=directions)
+    model.save(out / COMBINER_FILE)
+    return {
+        **model.describe(),
+        "file": COMBINER_FILE,
+        "fitted": False,
+        "mix": f"the n-gram join's: content {1 - weight:g}, lexical {weight:g}, symbols 0",
+        "cut_by_time_budget": False,
+    }
 
 
 def cross_fit(

@@ -7,7 +7,8 @@ false alarms without costing spam recall, and leave every other tenant alone?
 One leave-one-source-out fold of the packaged corpus (``textgate.evaluate.CORPUS_FOLDS``,
 default 4: trec07p/ham-list + phishing-pot/2025-2026) is "one tenant's mail". The global
 model alone is a scorer that never saw those groups: ``--scores`` from ``textgate evaluate
---by-source --scores`` (model ``combined`` when present), else the served n-gram half fitted
+--by-source --scores`` (its ``--served`` column, default ``transformer+ngrams``, the served
+scorer; ``combined`` was before the fitted combiner was retired), else the served n-gram half fitted
 leave-those-groups-out (``evaluate.scorers.ngram_lr``; the output says which). N = 10, 50,
 200 corrections are drawn from the tenant's rows (seeded, ``--draws`` times), the gateway's
 own step functions (``gateway.scoring.learning``) apply the layer, and the rest of the
@@ -43,16 +44,19 @@ LEANS = (0.0, 0.5, 1.0)
 MINIMUM = 10  # feedback.min_corrections' default
 
 
+SERVED = ["transformer+ngrams"]  # --served: the column of --scores that is the served scorer
+
+
 def fold_rows(table: Any, fold: int, scores: Path | None = None) -> list[int]:
     """The tenant's rows: the fold's groups, and with ``scores`` only the rows the run
-    scored (``evaluate`` scores the transformer and ``combined`` on ``--test-per-group``
+    scored (``evaluate`` scores the transformer and its joins on ``--test-per-group``
     rows a group, not on all)."""
     rows = [i for i, g in enumerate(table.groups) if g in CORPUS_FOLDS[fold]]
     if scores is None:
         return rows
     with np.load(scores) as f:
         models = sorted({k.split("/")[1] for k in f.files if k.startswith(f"fold{fold}/")})
-        model = "combined" if "combined" in models else models[0]
+        model = SERVED[0] if SERVED[0] in models else models[0]
         scored = set(f[f"fold{fold}/{model}/rows"].tolist())
     return [i for i in rows if i in scored]
 
@@ -63,7 +67,7 @@ def global_scores(table: Any, fold: int, scores: Path | None) -> tuple[np.ndarra
     if scores is not None:
         with np.load(scores) as f:
             models = sorted({k.split("/")[1] for k in f.files if k.startswith(f"fold{fold}/")})
-            model = "combined" if "combined" in models else models[0]
+            model = SERVED[0] if SERVED[0] in models else models[0]
             got = dict(
                 zip(f[f"fold{fold}/{model}/rows"], f[f"fold{fold}/{model}/score"], strict=True)
             )
@@ -164,11 +168,13 @@ def isolation(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scores", type=Path, default=None)
+    ap.add_argument("--served", default=SERVED[0], help="the served scorer's column")
     ap.add_argument("--fold", type=int, default=4)
     ap.add_argument("--tune-fold", type=int, default=0)
     ap.add_argument("--draws", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/tenant_learning.json"))
     args = ap.parse_args()
+    SERVED[0] = args.served
     t0 = time.monotonic()
     table = load_task("spam")
     tune_base, source = global_scores(table, args.tune_fold, args.scores)

@@ -201,8 +201,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scores", type=Path, default=None)
     ap.add_argument("--folds", default="0,1,2,3,5")
+    ap.add_argument("--served", default="combined", help="--scores' column (the result's)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/tenant_variants.json"))
     args = ap.parse_args()
+    tenant_learning.SERVED[0] = args.served
     t0 = time.monotonic()
     folds = [int(f) for f in args.folds.split(",")]
     if 4 in folds:

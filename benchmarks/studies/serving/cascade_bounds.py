@@ -8,9 +8,10 @@ they are measured on?
         [--out benchmarks/results/cascade_bounds.json]
 
 ``--scores`` is ``textgate evaluate --task spam --by-source --scores`` (the nested seed-42
-run of docs/email-model.md): its ``combined`` column is the full served scorer, out of
-source, on 400 rows a group. For each leave-one-source-out fold F of
-``textgate.evaluate.CORPUS_FOLDS``, nested:
+run of docs/email-model.md); ``--served`` names its column that is the full served scorer,
+out of source, on 400 rows a group: ``transformer+ngrams`` (the default since the fitted
+combiner was retired) or ``combined`` (the fitted combiner, served before; the recorded
+result's). For each leave-one-source-out fold F of ``textgate.evaluate.CORPUS_FOLDS``, nested:
 
 1. the cheap score of every row of every other fold G comes from an n-gram model fitted
    without F and G (``evaluate.scorers.ngram_lr``), and a cheap combiner
@@ -164,6 +165,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scores", type=Path, required=True)
     ap.add_argument("--max-change", type=float, default=0.003)
+    ap.add_argument("--served", default="transformer+ngrams", help="the full scorer's column")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/cascade_bounds.json"))
     args = ap.parse_args()
     t0 = time.monotonic()
@@ -174,15 +176,15 @@ def main() -> None:
     for f in range(len(CORPUS_FOLDS)):
         model, lex_other = cheap_combiner(table, f, print)
         other = [g for g in range(len(CORPUS_FOLDS)) if g != f]
-        o_rows = [i for g in other for i in scored(npz, g, "combined")]
+        o_rows = [i for g in other for i in scored(npz, g, args.served)]
         o_full = np.array(
-            [scored(npz, g, "combined")[i] for g in other for i in scored(npz, g, "combined")]
+            [scored(npz, g, args.served)[i] for g in other for i in scored(npz, g, args.served)]
         )
         bounds = choose(
             cheap(model, table, o_rows, lex_other), o_full,
             np.array([table.groups[i] for i in o_rows]), rule, args.max_change,
         )  # fmt: skip
-        full = scored(npz, f, "combined")
+        full = scored(npz, f, args.served)
         lex = {i: float(_logit(np.array(s))) for i, s in scored(npz, f, "ngrams").items()}
         rows = list(full)
         c = cheap(model, table, rows, lex)

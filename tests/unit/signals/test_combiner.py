@@ -100,3 +100,27 @@ def test_load_refuses_another_format_and_mismatched_lengths(tmp_path: Path) -> N
 def test_the_first_features_are_the_two_scores() -> None:
     with pytest.raises(ValueError, match="first features"):
         Combiner(features=("lexical", "content"), weights=(1.0, 1.0), intercept=0.0, negative=0)
+
+
+def test_the_join_combiner_serves_exactly_the_ngram_join_and_weighs_no_symbol() -> None:
+    from textgate import ngrams, signals
+
+    rng = np.random.default_rng(7)
+    logits = rng.normal(0, 3, size=(40, 3))  # ham, spam, phish
+    lexical = rng.normal(0, 2, size=40)
+    names = list(signals.ORDER)
+    fired = [
+        list(rng.choice(names, size=int(rng.integers(0, 4)), replace=False)) for _ in range(40)
+    ]
+    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    model = combiner.join(0.5, negative=0, symbols=signals.ORDER, directions=directions)
+    content = combiner.not_negative_log_odds(logits, 0)
+    ours = model.adjust(logits, model.z(content, lexical, fired))
+    np.testing.assert_allclose(ours, ngrams.adjust(logits, lexical, 0, 0.5), atol=1e-12)
+    # every symbol is listed (explanations show it fired) and none moves the score
+    assert model.symbols == tuple(signals.ORDER)
+    assert not model.weights[2:].any() and model.intercept == 0.0
+    row = model.contributions(1.5, -0.5, names[:3])
+    assert set(row) == {"intercept", "content", "lexical"}
+    with pytest.raises(ValueError, match="weight"):
+        combiner.join(1.5, negative=0, symbols=(), directions={})

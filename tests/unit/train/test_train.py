@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -403,6 +404,45 @@ def test_schedule_decays_by_the_clock_when_a_budget_binds() -> None:
     assert tight(95) == pytest.approx(5 / 90)  # and the steps, when they are nearer the end
     half_spent.end -= 60
     assert tight(20) == 0.0 and half_spent.left() == 0.0
+
+
+@dataclass(frozen=True)
+class FakeMail(FakeTable):
+    """FakeTable with what mail adds: each row's structure symbols and source group."""
+
+    symbols: tuple[tuple[str, ...], ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+def _mail(table: FakeTable) -> FakeMail:
+    fired = tuple(
+        ("LIST_ID",) if i % 3 else ("HTML_ONLY", "LINK_SHORTENER") for i in range(len(table.texts))
+    )
+    groups = tuple(f"box-{i % 4}" for i in range(len(table.texts)))
+    return FakeMail(table.texts, table.labels, symbols=fired, groups=groups)
+
+
+def test_mail_without_fitted_folds_gets_the_join_combiner_with_silent_symbols(
+    bases: dict[str, Path], splits: FakeSplits, tmp_path: Path
+) -> None:
+    from textgate import signals
+    from textgate.signals.combiner import Combiner
+
+    mail = FakeSplits(*(_mail(t) for t in (splits.train, splits.validation, splits.test)))
+    out = tmp_path / "ckpt"
+    opts = dataclasses.replace(QUICK, ngrams=True, combiner_folds=0)
+    train.train(mail, bases["bert"], out, task="toy", options=opts)
+    record = json.loads((out / "textgate.json").read_text())["combiner"]
+    assert record["fitted"] is False and record["cut_by_time_budget"] is False
+    weight = json.loads((out / "textgate.json").read_text())["ngrams"]["weight"]
+    assert record["features"]["content"] == 1 - weight and record["features"]["lexical"] == weight
+    model = Combiner.load(out / record["file"])
+    assert model.symbols == tuple(signals.ORDER) and not model.weights[2:].any()
+    # no fold trainings were run for it, and the spam recipe asks for none
+    assert "fold_training" not in record
+    assert train.TrainOptions().resolved("spam").combiner_folds == 0
+    with pytest.raises(errors.TrainError, match="combiner-folds"):
+        train.TrainOptions(combiner_folds=1)
 
 
 def test_the_ngram_half_learns_a_lexical_signal() -> None:
