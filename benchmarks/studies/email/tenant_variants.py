@@ -157,8 +157,10 @@ def views(base: np.ndarray, spam: np.ndarray, where: list[np.ndarray], seed: int
     return _logit(base[rest]), spam[rest], v
 
 
-def run_fold(table: Any, fold: int, scores: Path | None) -> dict[str, dict[str, float]]:
-    base, _ = tenant_learning.global_scores(table, fold, scores)
+def run_fold(
+    table: Any, fold: int, scores: Path | None, served: str
+) -> dict[str, dict[str, float]]:
+    base, _ = tenant_learning.global_scores(table, fold, scores, served)
     rows = tenant_learning.fold_rows(table, fold, scores)
     spam = np.array([table.labels[i] != "ham" for i in rows])
     where = [tenant_bayes.buckets(table.texts[i]) for i in rows]
@@ -204,7 +206,6 @@ def main() -> None:
     ap.add_argument("--served", default="combined", help="--scores' column (the result's)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/tenant_variants.json"))
     args = ap.parse_args()
-    tenant_learning.SERVED[0] = args.served
     t0 = time.monotonic()
     folds = [int(f) for f in args.folds.split(",")]
     if 4 in folds:
@@ -212,7 +213,7 @@ def main() -> None:
     table = load_task("spam")
     models = {"ngram half": None} | ({"served combined": args.scores} if args.scores else {})
     per = {
-        f"{model} / fold {f}": run_fold(table, f, path)
+        f"{model} / fold {f}": run_fold(table, f, path, args.served)
         for model, path in models.items()
         for f in folds
     }
