@@ -5,7 +5,7 @@ combiner weighs them against the text models' scores.
 |---|---|
 | `parts` | the MIME leaves as the symbols need them (type, file names, HTML prefixes) |
 | `links` | registrable domains, link hosts, the link symbols of the HTML |
-| `symbols` | `Symbol`, `SYMBOLS`, `ORDER` (the combiner's feature order), `from_message` |
+| `symbols` | `Symbol`, `SYMBOLS`, `ORDER` (feature order), `DIRECTIONS` (signs), `from_message` |
 | `wire` | the frame that carries a message's symbols to Triton beside its text |
 | `combiner` | the weights over scores and symbols (numpy; imported by its module path) |
 
@@ -15,6 +15,6 @@ way. Importing the package does not import numpy; ``from textgate.signals import
 combiner`` does.
 """
 
-from textgate.signals.symbols import ORDER, SYMBOLS, Symbol, from_message
+from textgate.signals.symbols import DIRECTIONS, ORDER, SYMBOLS, Symbol, from_message
 
-__all__ = ["ORDER", "SYMBOLS", "Symbol", "from_message"]
+__all__ = ["DIRECTIONS", "ORDER", "SYMBOLS", "Symbol", "from_message"]

@@ -83,6 +83,8 @@ _TABLE = (
 )
 SYMBOLS: dict[str, Symbol] = {s.name: s for s in _TABLE}
 ORDER: tuple[str, ...] = tuple(s.name for s in _TABLE)
+# each symbol's fixed sign (+1 spam-ward, -1 ham-ward), as the combiner's fit and file take it
+DIRECTIONS: dict[str, int] = {s.name: s.direction for s in _TABLE}
 
 # The only top-level headers read (lower case); see the module docstring.
 READ = frozenset(

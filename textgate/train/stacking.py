@@ -71,7 +71,7 @@ def join_combiner(labels: Sequence[str], *, weight: float, out: Path) -> dict[st
     from textgate.signals.combiner import join
 
     negative = list(labels).index("ham") if "ham" in labels else 0
-    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    directions = signals.DIRECTIONS
     model = join(weight, negative=negative, symbols=signals.ORDER, directions=directions)
     model.save(out / COMBINER_FILE)
     return {
@@ -121,7 +121,7 @@ def cross_fit(
         keys, fold_of, _content_scores(splits, train, labels, opts, task, say, base, runs)
     )
     lexical = fitter.crossfit_predict(keys, fold_of, _lexical_scores(train, y, negative, task))
-    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    directions = signals.DIRECTIONS
     # The weights are fitted on real mail only: generated rows train the fold models, but
     # their headers are this project's design, so they must not set a symbol's weight.
     real = np.array([not g.startswith(TRAIN_ONLY_PREFIX) for g in train.groups])

@@ -112,7 +112,7 @@ def pinned(other: list[dict[str, Any]], d: dict[str, Any], symbols: bool) -> np.
     from textgate.signals import combiner as comb
 
     names = signals.ORDER if symbols else ()
-    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    directions = signals.DIRECTIONS
 
     def parts(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
         c = np.concatenate([r["content"] for r in rows])
@@ -169,7 +169,7 @@ def main() -> None:
             np.concatenate([o["y"] for o in other]).astype(int),
             [g for o in other for g in o["groups"]],
             symbols=signals.ORDER,
-            directions={n: s.direction for n, s in signals.SYMBOLS.items()},
+            directions=signals.DIRECTIONS,
             negative=0,
         )
         z = model.z(d["content"], d["lexical"], d["symbols"])

@@ -92,7 +92,7 @@ def cheap_combiner(table: Any, held: int, log: Any) -> Any:
         np.array([table.labels[i] != "ham" for i in idx], dtype=int),
         [table.groups[i] for i in idx],
         symbols=signals.ORDER,
-        directions={n: s.direction for n, s in signals.SYMBOLS.items()},
+        directions=signals.DIRECTIONS,
         negative=0,
     )
     return model, dict(zip(idx.tolist(), lex.tolist(), strict=True))

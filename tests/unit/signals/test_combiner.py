@@ -112,7 +112,7 @@ def test_the_join_combiner_serves_exactly_the_ngram_join_and_weighs_no_symbol() 
     fired = [
         list(rng.choice(names, size=int(rng.integers(0, 4)), replace=False)) for _ in range(40)
     ]
-    directions = {n: s.direction for n, s in signals.SYMBOLS.items()}
+    directions = signals.DIRECTIONS
     model = combiner.join(0.5, negative=0, symbols=signals.ORDER, directions=directions)
     content = combiner.not_negative_log_odds(logits, 0)
     ours = model.adjust(logits, model.z(content, lexical, fired))
