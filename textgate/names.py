@@ -1,6 +1,7 @@
 """Triton model names: the one place they are spelled.
 
     task T (no release)        T  T_tokenize  T_model  T_postprocess  [T_fp32  T_model_fp32]
+                               [T_cheap: the cascade's n-gram stage]
     release version N of T     T_vN  T_vN_tokenize  T_vN_model  ...   (each at Triton version 1)
 
 The repository builder writes these names, the release store loads and unloads them, and the
@@ -85,6 +86,11 @@ def model(ensemble: str) -> str:
 
 def postprocess(ensemble: str) -> str:
     return f"{ensemble}_postprocess"
+
+
+def cheap(ensemble: str) -> str:
+    """The cascade's first stage: the n-gram half alone (docs/gateway.md, "Confidence cascade")."""
+    return f"{ensemble}_cheap"
 
 
 def precise_model(ensemble: str) -> str:

@@ -62,6 +62,13 @@ def _add_export(sub: Subparsers) -> None:
     p.add_argument(
         "--variants", default="fp32-opt,fp16,int8", help="comma-separated variants besides fp32"
     )
+    p.add_argument(
+        "--cascade-allow",
+        default=None,
+        metavar="P",
+        help="the confidence cascade: answer allow from the n-gram half alone at or below "
+        "this P(not negative) (docs/gateway.md; `textgate build spam` sets the measured one)",
+    )
     p.add_argument("--force", action="store_true", help="replace a previous bundle at -o")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(handler=_run_export)
@@ -80,6 +87,13 @@ def _number(args: argparse.Namespace, name: str, kind: type[float] | type[int]) 
         ) from None
 
 
+def _cascade(args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.cascade_allow is None:
+        return None
+    allow = _number(args, "cascade_allow", float)
+    return {"allow_at_or_below": allow, "quarantine_at_or_above": None, "source": "--cascade-allow"}
+
+
 def _run_export(args: argparse.Namespace) -> int:
     from textgate.export import export_bundle
 
@@ -93,6 +107,7 @@ def _run_export(args: argparse.Namespace) -> int:
         variants=tuple(split_list(args.variants)),
         overwrite=args.force,
         console=console,
+        cascade=_cascade(args),
     )
     if args.json:
         print_json(manifest)

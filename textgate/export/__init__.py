@@ -14,7 +14,7 @@ import datetime as dt
 import json
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +25,8 @@ from rich.console import Console
 from textgate import bundle
 from textgate.errors import ConfigError, ExportError, ParityError, require
 from textgate.export import convert, coverage, inference, parity, quality, texts, variants
+from textgate.export.cascade import bounds as cascade_bounds
+from textgate.export.cascade import record as record_cascade
 from textgate.export.checkpoint import Checkpoint, load_checkpoint
 
 __all__ = ["eval_set", "export_bundle", "load_checkpoint", "training_record"]
@@ -45,14 +47,18 @@ def export_bundle(
     variants: Sequence[str] = variants.OPTIONAL,
     overwrite: bool = False,
     console: Console | None = None,
+    cascade: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Export ``checkpoint`` into the bundle directory ``out``; return the manifest.
+    ``cascade``: the bounds of the confidence cascade (``export.cascade``), if any.
 
     Raises ``ParityError`` (every mismatch listed, report left in ``out/reports``) when
     ONNX Runtime disagrees with PyTorch or the bundle tokenizer with the checkpoint's.
     """
     gate = _validate(max_f1_drop, min_agreement, parity_n, opset, variants)
     ckpt = load_checkpoint(checkpoint)
+    if cascade is not None:  # checked before the minutes of export, not after
+        cascade_bounds(cascade, len(ckpt.labels))
     require("torch", "train")
     require("transformers", "train")
     out = _prepare(Path(out), overwrite)
@@ -86,6 +92,10 @@ def export_bundle(
     for key in ("normalization", "data_sources", "base_provenance", "ngrams", "combiner"):
         if key in ckpt.textgate:
             manifest[key] = ckpt.textgate[key]
+    if cascade is not None:
+        manifest["cascade"] = record_cascade(
+            cascade, lexical, ckpt.labels, ckpt.test_texts, test_probs
+        )
     training = training_record(ckpt.textgate)
     if training is not None:
         manifest["training"] = training

@@ -8,6 +8,7 @@
                                   [+ ngrams.npz, ngrams.py]  the lexical half, if any
                                   [+ combiner.json, .py]     the combiner, if any
     REPO/<task>_tokenize/<v>/[window.py]                    a head + tail window, if any
+    REPO/<task>_cheap/<v>/model.py, ngrams.npz, ngrams.py   the cascade's first stage, if any
 
 Every version directory holds a copy of the bundle's manifest.json, against which the
 Python models verify the files they load.
@@ -127,6 +128,9 @@ def _files(task: TaskSpec, spec: RepositorySpec) -> dict[str, dict[str, Path | s
         lexical[task.combiner_file] = b / task.combiner_file
         lexical[COMBINER_CODE] = Path(combiner.__file__)
     files[task.postprocess] = {**_python("postprocess"), **labels, **lexical, **manifest}
+    if task.cascade is not None and task.ngrams_file:  # the n-gram half alone, first
+        ngram = {task.ngrams_file: b / task.ngrams_file, NGRAMS_CODE: Path(ngrams.__file__)}
+        files[task.cheap] = {**_python("cheap"), **ngram, **manifest}
     files[task.ensemble] = {}
     return files
 

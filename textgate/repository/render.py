@@ -56,6 +56,8 @@ def render(spec: RepositorySpec) -> dict[str, Any]:
         configs[task.ensemble] = ensemble_config(task, spec)
         if task.precise_variant:
             configs.update(precise_configs(task, spec))
+        if task.cascade is not None:
+            configs[task.cheap] = cheap_config(task, spec.settings)
     return configs
 
 
@@ -141,6 +143,29 @@ def postprocess_config(task: TaskSpec, s: RepositoryConfig) -> Any:
         # the symbol weights, for the gateway's explanations (the file is what scores)
         params["combiner_symbols"] = task.combiner_symbols
     _params(c, params)
+    return c
+
+
+def cheap_config(task: TaskSpec, s: RepositoryConfig) -> Any:
+    """The cascade's first stage: answers like the ensemble, from the n-gram half alone."""
+    assert task.cascade is not None and task.ngrams_file
+    lo, hi = task.cascade
+    c = _base(task.cheap, s, backend="python")
+    _tensor(c.input, "text", "TYPE_STRING", [1])
+    _tensor(c.output, "label", "TYPE_STRING", [1])
+    _tensor(c.output, "probabilities", "TYPE_FP32", [task.num_labels])
+    _helper_scheduling(c, s)
+    _params(
+        c,
+        {
+            "labels": json.dumps(list(task.labels), ensure_ascii=False),
+            "ngrams_file": task.ngrams_file,
+            # the label the n-gram half scores against (the gateway checks the policy's)
+            "negative_label": task.ngrams_negative,
+            "allow_at_or_below": repr(lo),
+            "quarantine_at_or_above": "" if hi is None else repr(hi),
+        },
+    )
     return c
 
 

@@ -83,6 +83,45 @@ class TaskSpec:
         return str(name)
 
     @property
+    def cascade(self) -> tuple[float, float | None] | None:
+        """The bundle's cascade bounds (allow at or below, quarantine at or above; None: that
+        side off), or None without a cascade. A cascade needs the n-gram half it runs."""
+        raw = self.manifest.get("cascade")
+        if not raw:
+            return None
+        lo, hi = raw.get("allow_at_or_below"), raw.get("quarantine_at_or_above")
+        ok = isinstance(lo, (int, float)) and 0.0 <= lo < 1.0
+        ok = ok and (hi is None or (isinstance(hi, (int, float)) and lo < hi <= 1.0))
+        if not ok or self.ngrams_file is None:
+            raise RepositoryError(
+                f"{self.bundle_dir}: the manifest's cascade {dict(raw)} is not usable "
+                "(0 <= allow_at_or_below < quarantine_at_or_above <= 1, and an n-gram half)",
+                hint="re-export the bundle; its manifest is damaged",
+            )
+        if hi is not None and len(self.labels) != 2:
+            raise RepositoryError(
+                f"{self.bundle_dir}: a cascade's quarantine side needs two labels "
+                f"(the n-gram half cannot tell {', '.join(self.labels[1:])} apart)",
+                hint="re-export with quarantine_at_or_above: null",
+            )
+        return float(lo), None if hi is None else float(hi)
+
+    @property
+    def ngrams_negative(self) -> str:
+        """The label the n-gram half's score is "not" (ham; negative for sentiment)."""
+        index = (self.manifest.get("ngrams") or {}).get("negative", 0)
+        if not isinstance(index, int) or not 0 <= index < len(self.labels):
+            raise RepositoryError(
+                f"{self.bundle_dir}: the n-gram half's negative label {index!r} is not a label",
+                hint="re-export the bundle; its manifest is damaged",
+            )
+        return self.labels[index]
+
+    @property
+    def cheap(self) -> str:
+        return names.cheap(self.ensemble)
+
+    @property
     def combiner_symbols(self) -> str:
         """Symbol -> weight of the bundle's combiner, as compact JSON ('' without one)."""
         weights = (self.manifest.get("combiner") or {}).get("features") or {}
@@ -150,6 +189,8 @@ class RepositorySpec:
             names += [*steps, t.ensemble]
             if t.precise_variant:
                 names += [t.precise_model, t.precise_ensemble]
+            if t.cascade is not None:
+                names.append(t.cheap)
         return names
 
 

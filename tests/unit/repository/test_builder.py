@@ -249,3 +249,47 @@ def test_a_head_only_bundle_renders_as_before(
     assert not list(result.repository.rglob("window.py"))
     for path in result.repository.glob("*/config.pbtxt"):
         assert "tail_tokens" not in parse(path.read_text()).parameters
+
+
+def _with_cascade(b: Path, allow: float, high: float | None = None) -> Path:
+    from textgate import bundle
+
+    manifest = bundle.read_manifest(b)
+    manifest["cascade"] = {"allow_at_or_below": allow, "quarantine_at_or_above": high}
+    bundle.write_manifest(b, manifest)
+    return b
+
+
+def test_a_bundle_with_cascade_bounds_gets_its_cheap_stage_with_them(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    from textgate import ngrams
+
+    b = _with_cascade(_with_ngrams(fake_bundle()), 0.12)
+    result = build([b], tmp_path / "repo", _s(), version=2, suffix="_v2")
+    cheap = result.repository / "spam_v2_cheap"
+    assert (cheap / "2" / "ngrams.npz").read_bytes() == (b / "ngrams.npz").read_bytes()
+    assert (cheap / "2" / "ngrams.py").read_bytes() == Path(ngrams.__file__).read_bytes()
+    config = parse((cheap / "config.pbtxt").read_text())
+    params = {k: v.string_value for k, v in config.parameters.items()}
+    assert params["allow_at_or_below"] == "0.12" and params["quarantine_at_or_above"] == ""
+    assert params["negative_label"] == "ham" and params["ngrams_file"] == "ngrams.npz"
+    assert [t.name for t in config.output] == ["label", "probabilities"]  # the ensemble's
+    assert "spam_v2_cheap" in result.models
+    # without bounds, no cheap stage
+    plain = build([_with_ngrams(fake_bundle("plain"))], tmp_path / "plain", _s())
+    assert not (plain.repository / "plain_cheap").exists() and plain.models
+
+
+def test_cascade_bounds_that_cannot_work_are_refused(
+    fake_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    with pytest.raises(RepositoryError, match="cascade"):  # no n-gram half to run
+        build([_with_cascade(fake_bundle("a"), 0.1)], tmp_path / "a", _s())
+    with pytest.raises(RepositoryError, match="cascade"):
+        build([_with_cascade(_with_ngrams(fake_bundle("b")), 1.2)], tmp_path / "b", _s())
+    with pytest.raises(RepositoryError, match="cascade"):  # allow above quarantine
+        build([_with_cascade(_with_ngrams(fake_bundle("c")), 0.5, 0.4)], tmp_path / "c", _s())
+    three = fake_bundle("d", labels=("ham", "spam", "phish"))
+    with pytest.raises(RepositoryError, match="two labels"):  # spam vs phish: not named
+        build([_with_cascade(_with_ngrams(three), 0.1, 0.99)], tmp_path / "d", _s())

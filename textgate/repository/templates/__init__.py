@@ -11,5 +11,6 @@ TEMPLATES = {
     "model": "onnx_model.py",
     "fused": "fused_model.py",
     "postprocess": "postprocess_model.py",
+    "cheap": "cheap_model.py",
 }
 SUPPORT = "textgate_support.py"
