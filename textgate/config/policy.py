@@ -62,9 +62,21 @@ class TaskPolicyConfig:
     # least language_action (SpamAssassin's ok_languages). Empty: every language is fine.
     ok_languages: tuple[str, ...] = ()
     language_action: Literal["review", "quarantine"] = "review"
+    # The confidence cascade (docs/gateway.md): mail the n-gram half alone is sure of is
+    # answered without the transformer, within the bundle's bounds. false: the transformer
+    # reads every message. cascade_allow_at_or_below: a stricter allow bound than the
+    # bundle's (the lower of the two applies); null: the bundle's.
+    cascade: bool = True
+    cascade_allow_at_or_below: float | None = None
 
     def __post_init__(self) -> None:
         require(bool(self.task), "task", "must not be empty")
+        c = self.cascade_allow_at_or_below
+        require(
+            c is None or 0.0 <= c < 1.0,
+            "cascade_allow_at_or_below",
+            "must be within 0..1 (or null: the bundle's bound)",
+        )
         for i, code in enumerate(self.ok_languages):
             require(
                 _LANGUAGE.fullmatch(code) is not None,

@@ -37,6 +37,11 @@ class ItemResult(BaseModel):
     model: ModelRef
     precision_path: str = Field(description="the variant that answered (fp32 after a re-score)")
     rescored: bool
+    path: str = Field(
+        "full",
+        description="cheap: answered by the n-gram half alone, sure enough by the bundle's "
+        "cascade bounds; full: the transformer read it (docs/gateway.md, Confidence cascade)",
+    )
     rescore_band: list[list[float]] = Field(
         default_factory=list,
         description="score intervals [low, high] that fp32 re-scores; [] where it is off",

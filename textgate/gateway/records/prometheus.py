@@ -99,6 +99,10 @@ class Metrics:
             "textgate_campaign_memory", "Items looked up in the campaign memory by result",
             ["task", "result"], registry=r,
         )  # fmt: skip
+        self.cascade = Counter(
+            "textgate_cascade", "Items scored, by the cascade's path (cheap: n-grams alone)",
+            ["task", "path"], registry=r,
+        )  # fmt: skip
         self.replays = Counter(
             "textgate_replay_saved", "Anomalous outputs saved to the replay store", registry=r
         )

@@ -7,11 +7,14 @@ the JSON a client sees of it (``schema.py`` publishes that shape).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from textgate.gateway.scoring.context import Context, Runtime
-from textgate.gateway.scoring.policy import Verdict
+from textgate.gateway.scoring.policy import Verdict, score_of
 from textgate.gateway.scoring.prepare import Prepared
 from textgate.gateway.scoring.routing import Route
 from textgate.gateway.scoring.unk import note as unk_note
@@ -27,6 +30,7 @@ class Scored:
     rescored: bool = False
     fast_probs: list[float] | None = None
     cached: bool = False  # answered from the campaign memory
+    path: str = "full"  # "cheap": the cascade's n-gram stage answered (cascade.py)
 
 
 def result(
@@ -45,6 +49,7 @@ def result(
         "model": route.describe(),
         "precision_path": s.variant,
         "rescored": s.rescored,
+        "path": s.path,
         "request_id": rid,
         "timings_ms": dict(ctx.timings_ms),
         "normalization": item.notes,
@@ -78,3 +83,18 @@ def finite(value: float) -> float | None:
     """JSON has no NaN: a non-finite number is sent as null (answer and event alike; the
     verdict lists the defect, and the output is replayed when a replay store is set)."""
     return float(value) if math.isfinite(value) else None
+
+
+def pool(route: Route, rows: np.ndarray, rule: Any) -> Scored:
+    """Max-pool the pieces of one item: the piece with the highest score answers."""
+    scores = [score_of(rule, route.labels, r) for r in rows]
+    best = max(range(len(rows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
+    if any(math.isnan(s) for s in scores):
+        best = next(i for i, s in enumerate(scores) if math.isnan(s))  # keep the anomaly
+    row = [float(p) for p in rows[best]]
+    return Scored(label_of(route.labels, row), row, route.variant)
+
+
+def label_of(labels: Sequence[str], probs: Sequence[float]) -> str:
+    finite = [p if math.isfinite(p) else -math.inf for p in probs]
+    return labels[max(range(len(labels)), key=lambda i: finite[i])]

@@ -120,18 +120,20 @@ class Desk:
             )
 
     async def spans(
-        self, rt: Runtime, task: str, raw: str | bytes, ctx: Context, n: int
+        self, rt: Runtime, task: str, raw: str | bytes, ctx: Context, n: int, cheap: bool = False
     ) -> list[Span]:
-        """The top ``n`` spans of the input's first piece, in one Triton request."""
+        """The top ``n`` spans of the input's first piece, in one Triton request; ``cheap``:
+        of the cascade's n-gram stage, which answered it (cascade.py)."""
         item = rt.preparer.email(raw) if isinstance(raw, bytes) else rt.preparer.text(raw)
         route = rt.router.route(task)
+        model = (route.cheap if cheap else None) or route.model
         limit = min(explain.MAX_CANDIDATES, max(0, route.max_batch_size - 1))
 
         async def score(texts: Sequence[str]) -> list[float]:
             # each variant carries the message's symbols, as the verdict's pieces did
             sent = [wire.frame(item.symbols, t) if route.signals else t for t in texts]
             pred = await rt.client.infer(
-                route.model, sent, request_id=ctx.request_id, headers=ctx.headers
+                model, sent, request_id=ctx.request_id, headers=ctx.headers
             )
             return [
                 rt.policy.decide(task, route.labels, [float(p) for p in row], ctx.tenant).score

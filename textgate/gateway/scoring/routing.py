@@ -36,6 +36,12 @@ class Route:
     # them framed with each piece; without one, the pieces alone
     signals: bool = False
     symbol_weights: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    # the cascade's first stage (``T_cheap``, the n-gram half alone) and the bundle's bounds
+    # on its P(not negative); None: no cascade (cascade.py)
+    cheap: str | None = None
+    cheap_allow: float | None = None
+    cheap_quarantine: float | None = None
+    cheap_negative: str = ""  # the label the n-gram half's P(not negative) is against
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.model, "version": self.version, "variant": self.variant}
@@ -127,7 +133,7 @@ class Router:
         """Every ensemble a request may call: what /readyz waits for."""
         out = []
         for r in self.routes.values():
-            out += [r.model] + ([r.precise] if r.precise else [])
+            out += [r.model] + ([r.precise] if r.precise else []) + ([r.cheap] if r.cheap else [])
         return out
 
 
@@ -190,6 +196,7 @@ async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> R
     tokenizer = await _config_or_empty(client, names.tokenize(name), ready) or model
     precise = names.precise_ensemble(name) if names.precise_ensemble(name) in ready else None
     precise_model = await _config_or_empty(client, names.precise_model(name), ready)
+    cheap = await _config_or_empty(client, names.cheap(name), ready)
     return Route(
         task=name,
         model=name,
@@ -203,7 +210,23 @@ async def _route(client: TritonClient, name: str, ready: Mapping[str, str]) -> R
         normalization=_param(post, "normalization"),
         signals=bool(_param(post, "combiner_file")),
         symbol_weights=_weights(post),
+        **_cheap(names.cheap(name), cheap),
     )
+
+
+def _cheap(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The route's cascade fields from ``T_cheap``'s config ({}: none, or bounds unreadable —
+    then every message takes the full path, which is never wrong, only slower)."""
+    try:
+        lo = float(_param(config, "allow_at_or_below"))
+        hi_text = _param(config, "quarantine_at_or_above")
+        hi = float(hi_text) if hi_text else None
+    except ValueError:
+        return {}
+    if not 0.0 <= lo < 1.0 or (hi is not None and not lo < hi <= 1.0):
+        return {}
+    negative = _param(config, "negative_label")
+    return {"cheap": name, "cheap_allow": lo, "cheap_quarantine": hi, "cheap_negative": negative}
 
 
 def _weights(post: Mapping[str, Any]) -> dict[str, float]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,7 +29,7 @@ from textgate.gateway.records.prometheus import Metrics
 from textgate.gateway.records.replay import anomaly
 from textgate.gateway.records.review_records import keep_results
 from textgate.gateway.records.review_store import ReviewStore
-from textgate.gateway.scoring import answer, rescore, steps
+from textgate.gateway.scoring import answer, cascade, rescore, steps
 from textgate.gateway.scoring.answer import Scored
 from textgate.gateway.scoring.context import Context, Runtime
 from textgate.gateway.scoring.desk import Desk
@@ -82,7 +81,8 @@ class Service:
         out = Answer(await self.classify(rt, task, raw, ctx))
         if explain and self.desk is not None:
             for x, r in zip(raw, out.results, strict=True):
-                found = await self.desk.spans(rt, task, x, ctx, explain)
+                cheap = r.get("path") == cascade.CHEAP  # explain what answered
+                found = await self.desk.spans(rt, task, x, ctx, explain, cheap)
                 out.spans.append(found)
                 if attach:
                     r["explanation"] = [s.as_dict() for s in found]
@@ -251,6 +251,27 @@ class Service:
     async def _score_fresh(
         self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
     ) -> list[Scored]:
+        """The cascade's cheap stage where the route and the policy allow it, then the full
+        model for every item it was not sure of (cascade.py)."""
+        b = cascade.bounds(route, rt.policy.rule(route.task, ctx.tenant))
+        if b is None or route.cheap is None:
+            return await self._score_full(rt, route, items, ctx)
+        pieces = [p for item in items for p in item.wire(route.signals)]
+        rows = await self._infer(rt, route.cheap, route, pieces, ctx)
+        ends = np.cumsum([len(item.pieces) for item in items])
+        found = cascade.decide(route, b, np.split(rows, ends[:-1]) if len(items) else [])
+        todo = [i for i, s in enumerate(found) if s is None]
+        self.metrics.cascade.labels(route.task, cascade.CHEAP).inc(len(items) - len(todo))
+        if todo:
+            self.metrics.cascade.labels(route.task, cascade.FULL).inc(len(todo))
+            full = await self._score_full(rt, route, [items[i] for i in todo], ctx)
+            for i, s in zip(todo, full, strict=True):
+                found[i] = s
+        return [s for s in found if s is not None]
+
+    async def _score_full(
+        self, rt: Runtime, route: Route, items: Sequence[Prepared], ctx: Context
+    ) -> list[Scored]:
         pieces = [p for item in items for p in item.wire(route.signals)]
         probs = await self._infer(rt, route.model, route, pieces, ctx)
         rule = rt.policy.rule(route.task, ctx.tenant)
@@ -259,21 +280,10 @@ class Service:
         for item in items:
             rows = probs[start : start + len(item.pieces)]
             start += len(item.pieces)
-            out.append(self._pool(route, rows, rule))
+            out.append(answer.pool(route, rows, rule))
         if route.precise and rt.config.gateway.rescore:
             await self._rescore(rt, route, items, out, ctx)
         return out
-
-    def _pool(self, route: Route, rows: np.ndarray, rule: Any) -> Scored:
-        """Max-pool the pieces of one item: the piece with the highest score answers."""
-        scores = [score_of(rule, route.labels, r) for r in rows]
-        best = max(
-            range(len(rows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i]
-        )
-        if any(math.isnan(s) for s in scores):
-            best = next(i for i, s in enumerate(scores) if math.isnan(s))  # keep the anomaly
-        row = [float(p) for p in rows[best]]
-        return Scored(_label(route.labels, row), row, route.variant)
 
     async def _rescore(
         self,
@@ -297,9 +307,9 @@ class Service:
         for i in picked:
             rows = probs[start : start + len(items[i].pieces)]
             start += len(items[i].pieces)
-            precise = self._pool(route, rows, rule)
+            precise = answer.pool(route, rows, rule)
             old = scored[i]
-            changed = _label(route.labels, old.probs) != precise.label
+            changed = answer.label_of(route.labels, old.probs) != precise.label
             self.metrics.rescores.labels(route.task, str(changed).lower()).inc()
             scored[i] = Scored(
                 precise.label,
@@ -392,8 +402,3 @@ def _first(defects: Any) -> str:
     """The defect that sent a message to the best-effort path, as a bounded metric label."""
     code = str(defects[0]) if defects else "unknown"
     return code.split(":", 1)[0][:40]
-
-
-def _label(labels: Sequence[str], probs: Sequence[float]) -> str:
-    finite = [p if math.isfinite(p) else -math.inf for p in probs]
-    return labels[max(range(len(labels)), key=lambda i: finite[i])]

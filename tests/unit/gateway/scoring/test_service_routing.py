@@ -340,7 +340,9 @@ class FakeDesk:
     def remember(self, task: str, raw: Any, tenant: Any, results: Sequence[Any]) -> None:
         self.remembered.append([r["request_id"] for r in results])
 
-    async def spans(self, rt: Runtime, task: str, raw: Any, ctx: Context, n: int) -> list[Any]:
+    async def spans(
+        self, rt: Runtime, task: str, raw: Any, ctx: Context, n: int, cheap: bool = False
+    ) -> list[Any]:
         from textgate.gateway.scoring.explain import Span
 
         return [Span("money", "word", 0.5)][:n]
