@@ -48,7 +48,20 @@ BASE_CODE = ("encoders",)
 CUT_SUFFIX = ".budget-cut"
 # Export settings per task; sentiment-zh checks parity on 800 real Chinese texts
 # (``texts.parity_set`` takes at most 80 % real ones).
-EXPORT_DEFAULTS: dict[str, dict[str, Any]] = {"sentiment-zh": {"parity_n": 1000}}
+EXPORT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "sentiment-zh": {"parity_n": 1000},
+    # The confidence cascade's allow bound on the n-gram half's P(not ham), chosen on the
+    # nested run's out-of-source scores with a margin (docs/gateway.md, "Confidence
+    # cascade"); no quarantine side: the n-gram half cannot tell spam from phishing.
+    "spam": {
+        "cascade": {
+            "allow_at_or_below": 0.15,
+            "quarantine_at_or_above": None,
+            "source": "3/4 of 0.20, the largest bound that changed no action out of source "
+            "(benchmarks/results/cascade_bounds_allow_seed42.json)",
+        }
+    },
+}
 
 
 def builds_dir() -> Path:
@@ -207,14 +220,20 @@ def _checkpoint(
     return ckpt
 
 
-def run_record(ckpt: Path) -> dict[str, Any]:
-    """How the checkpoint's training ended (textgate.json: ``stopped``, steps run, planned)."""
+def run_meta(ckpt: Path) -> dict[str, Any]:
+    """The checkpoint's textgate.json ({} when unreadable)."""
     try:
         meta = json.loads((ckpt / "textgate.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def run_record(ckpt: Path) -> dict[str, Any]:
+    """How the checkpoint's training ended (textgate.json: ``stopped``, steps run, planned)."""
+    meta = run_meta(ckpt)
     keep = ("stopped", "steps_run", "steps_planned", "train_seconds")
-    return {k: meta[k] for k in keep if k in meta} if isinstance(meta, dict) else {}
+    return {k: meta[k] for k in keep if k in meta}
 
 
 def cut_by_budget(run: dict[str, Any]) -> bool:
@@ -268,6 +287,10 @@ def _export(
     from textgate.export import export_bundle
 
     log(f"exporting {ckpt} into {target}")
+    if export_options.get("cascade") and not (run_meta(ckpt).get("ngrams") or {}).get("file"):
+        # a recipe without the n-gram half (--no-ngrams) has no cheap stage to cascade to
+        log("the checkpoint has no n-gram half: the bundle gets no confidence cascade")
+        export_options = {k: v for k, v in export_options.items() if k != "cascade"}
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     export_bundle(ckpt, target, overwrite=True, **export_options)
