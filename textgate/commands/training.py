@@ -288,6 +288,12 @@ def _add_train(sub: Subparsers) -> None:
         "out-of-source scores from this many folds of source groups (each a training); "
         "0: the n-gram join's fixed mix, symbols reported at weight 0 (default: per task)",
     )
+    p.add_argument(
+        "--pooling",
+        choices=["cls", "mean"],
+        help="what the classifier reads: the first token through BERT's pooler (cls) or the "
+        "mean over the real tokens (mean, e5's own; BERT-shaped bases; default: per task)",
+    )
     p.add_argument("--force", action="store_true", help="replace a non-empty output directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the test metrics as JSON")
@@ -316,6 +322,7 @@ def _run_train(args: argparse.Namespace) -> int:
         class_weights=args.class_weights,
         ngrams=args.ngrams,
         combiner_folds=args.combiner_folds,
+        pooling=args.pooling,
         force=args.force,
         progress=not args.no_progress,
     )

@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from textgate.encoders import heads
 from textgate.errors import ExportError, require
 from textgate.export.checkpoint import Checkpoint
 
@@ -32,12 +33,11 @@ def load_model(ckpt: Checkpoint, attn: str = "eager") -> Any:
     """The checkpoint's sequence classifier in eval mode (lazy torch import)."""
     require("torch", "train")
     require("transformers", "train")
-    from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress line says what is happening
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
+        model = heads.classifier_class(heads.stored_pooling(ckpt.path)).from_pretrained(
             str(ckpt.path), attn_implementation=attn
         )
     except (OSError, ValueError, RuntimeError) as exc:

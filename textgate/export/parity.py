@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from textgate import window
+from textgate.encoders import heads
 from textgate.errors import ExportError
 
 ATOL = 1e-4
@@ -93,7 +94,7 @@ def _token_check(
 def _compute(req: dict[str, Any]) -> dict[str, Any]:
     """The child's work: torch and ORT on the same token ids, plus the tokenizer lock."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from textgate.export import inference
@@ -105,7 +106,8 @@ def _compute(req: dict[str, Any]) -> dict[str, Any]:
     tail: int = req.get("tail", 0)
     hf = AutoTokenizer.from_pretrained(req["checkpoint"])
     # The reference is the checkpoint as users run it (default attention), not the export path.
-    model = AutoModelForSequenceClassification.from_pretrained(req["checkpoint"]).eval()
+    pooling = heads.stored_pooling(req["checkpoint"])  # the head it was trained with
+    model = heads.classifier_class(pooling).from_pretrained(req["checkpoint"]).eval()
     sess = inference.session(Path(req["onnx"]))
     ref, got, lengths = [], [], []
     for start in range(0, len(texts), inference.BATCH):

@@ -240,7 +240,7 @@ def fit_predict(
     seed_everything(opts.seed)
     base_dir, _ = resolve_base(base)
     tokenizer = load_tokenizer(base_dir)
-    model = load_model(base_dir, labels)
+    model = load_model(base_dir, labels, opts.pooling or "cls")
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
     tail = tail_of(opts, max_length)
     enc = {k: encode(tokenizer, getattr(parts, k).texts, max_length, tail) for k in Parts._fields}
@@ -265,7 +265,7 @@ def _run(
     torch.set_num_threads(opts.threads or 1)
     seed_everything(opts.seed)
     tokenizer = load_tokenizer(base_dir)
-    model = load_model(base_dir, labels)
+    model = load_model(base_dir, labels, opts.pooling or "cls")
     check_vocab(tokenizer, model, base_dir)
     max_length = usable_length(opts.max_length or 128, tokenizer, model)
     tail = tail_of(opts, max_length)

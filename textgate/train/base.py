@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textgate import window
-from textgate.encoders import BASES
+from textgate.encoders import BASES, heads
 from textgate.errors import TrainError
 
 # the default base, from the registry (textgate.encoders, docs/encoders.md)
@@ -127,29 +127,47 @@ def load_tokenizer(base_dir: Path) -> Any:
     return tok
 
 
-def load_model(base_dir: Path, labels: Sequence[str]) -> Any:
-    """A sequence classifier with a fresh head for ``labels`` and eager attention."""
+def load_model(base_dir: Path, labels: Sequence[str], pooling: str = "cls") -> Any:
+    """A sequence classifier with a fresh head for ``labels`` and eager attention;
+    ``pooling``: which token summary the head reads (``encoders.heads``)."""
     offline()
     _quiet_transformers()
-    from transformers import AutoModelForSequenceClassification
-
-    try:
-        return AutoModelForSequenceClassification.from_pretrained(
-            str(base_dir),
-            num_labels=len(labels),
-            id2label=dict(enumerate(labels)),
-            label2id={name: i for i, name in enumerate(labels)},
-            # Eager attention exports to ONNX graphs the optimizer can fuse; SDPA does not.
-            attn_implementation="eager",
-            local_files_only=True,
-            # A base that is already a classifier may have another number of labels.
-            ignore_mismatched_sizes=True,
+    if pooling != "cls" and _model_type(base_dir) != "bert":
+        raise TrainError(
+            f"--pooling {pooling} needs a BERT-shaped base; '{base_dir}' is "
+            f"{_model_type(base_dir) or 'unknown'}",
+            hint="use --pooling cls with this base",
         )
+    try:
+        return heads.mark(_from_pretrained(base_dir, labels, pooling), pooling)
     except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
         raise TrainError(
             f"cannot load '{base_dir}' as a sequence classifier: {_first_line(exc)}",
             hint="use a BERT, DistilBERT or RoBERTa-shaped checkpoint with its weights",
         ) from exc
+
+
+def _model_type(base_dir: Path) -> str:
+    import json
+
+    try:
+        return str(json.loads((base_dir / "config.json").read_text()).get("model_type", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def _from_pretrained(base_dir: Path, labels: Sequence[str], pooling: str) -> Any:
+    return heads.classifier_class(pooling).from_pretrained(
+        str(base_dir),
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+        # Eager attention exports to ONNX graphs the optimizer can fuse; SDPA does not.
+        attn_implementation="eager",
+        local_files_only=True,
+        # A base that is already a classifier may have another number of labels.
+        ignore_mismatched_sizes=True,
+    )
 
 
 def check_vocab(tokenizer: Any, model: Any, base_dir: Path) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from textgate import ngrams, window
+from textgate.encoders import heads
 from textgate.errors import TrainError
 from textgate.train.ngram import DEFAULT_RECIPE, Recipe
 
@@ -42,6 +43,9 @@ class TaskDefaults:
     # training rows per source group of each cross-fit transformer (None: per_group); fewer
     # than the served model's, so the two folds together cost half its epoch
     combiner_per_group: int | None = None
+    # which token summary the classifier reads (textgate.encoders.heads): "cls", the first
+    # token through BERT's pooler, or "mean" over the real tokens (e5's own pooling)
+    pooling: str = "cls"
 
 
 # Each task's numbers below were chosen by measurement; the runs, their numbers and their
@@ -147,6 +151,7 @@ class TrainOptions:
     ngrams: bool | None = None  # None: the task's default
     tail_tokens: int | None = None  # None: the task's default (textgate.window)
     combiner_folds: int | None = None  # None: the task's default (0: none fitted)
+    pooling: str | None = None  # None: the task's default ("cls" or "mean", encoders.heads)
     recipe: str = "full"  # a name of RECIPES: which fixed recipe the None fields come from
     force: bool = False  # replace a non-empty output directory
     progress: bool = True
@@ -181,6 +186,10 @@ class TrainOptions:
                 f"--combiner-folds must be 0 or at least 2, got {self.combiner_folds}",
                 hint="each fold's scores come from models trained on the other folds",
             )
+        if self.pooling is not None and self.pooling not in heads.POOLINGS:
+            raise TrainError(
+                f"--pooling must be one of {', '.join(heads.POOLINGS)}, got '{self.pooling}'"
+            )
         if not 0 <= self.warmup < 1:
             raise TrainError(f"warmup must lie in [0, 1), got {self.warmup}")
         if self.recipe not in RECIPES:
@@ -214,6 +223,7 @@ class TrainOptions:
                 if self.tail_tokens is None
                 else self.tail_tokens
             ),
+            pooling=self.pooling or d.pooling,
             threads=self.threads or _cores(),
         )
 

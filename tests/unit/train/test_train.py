@@ -310,6 +310,7 @@ def test_output_is_a_file(bases: dict[str, Path], splits: FakeSplits, tmp_path: 
         {"patience": 0},
         {"limit": 0},
         {"class_weights": "heavy"},
+        {"pooling": "max"},
     ],
 )
 def test_bad_options(kwargs: dict[str, float]) -> None:
@@ -371,6 +372,13 @@ def test_options_fall_back_to_task_defaults() -> None:
     assert train.TrainOptions(epochs=7).resolved("spam").epochs == 7
     assert train.TrainOptions().resolved("anything").max_length == train.GENERIC.max_length
     assert (spam.threads or 0) >= 1
+    assert (
+        spam.pooling == "cls" and train.TrainOptions(pooling="mean").resolved("x").pooling == "mean"
+    )
+    args = cli.build_parser().parse_args(
+        ["train", "--task", "spam", "-o", "x", "--pooling", "mean"]
+    )
+    assert args.pooling == "mean"
 
 
 def test_train_is_registered_in_the_cli() -> None:
