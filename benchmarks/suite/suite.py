@@ -226,6 +226,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-peer", action="store_true")
     p.add_argument("--no-gateway", action="store_true")
     p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="the gateway answers what the bundle's n-gram stage is sure of without the "
+        "transformer (docs/gateway.md, Confidence cascade); off: the full path, as every "
+        "other system computes it",
+    )
+    p.add_argument(
         "--workload",
         choices=["mix", "mail"],
         default="mix",
@@ -291,7 +298,8 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         procs: list[Proc] = []
         stack.enter_context(started(procs))
         http: dict[str, tuple[str, int]] = {}  # system -> (url, root pid)
-        if not args.no_gateway and (g := start_gateway(tritons[default].server.grpc_url, tmp)):
+        grpc = tritons[default].server.grpc_url
+        if not args.no_gateway and (g := start_gateway(grpc, tmp, args.cascade)):
             procs.append(g[0])
             http["gateway"] = (gateway_url(g[1], manifest["task"]), g[0].proc.pid)
         ckpt = None if args.no_naive else (args.checkpoint or find_checkpoint(bundle))

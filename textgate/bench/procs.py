@@ -8,6 +8,7 @@ imports another.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -23,6 +24,7 @@ from typing import Any
 import textgate
 from textgate.bench import report
 from textgate.bench.server import Served
+from textgate.config import PolicyConfig
 from textgate.triton import free_port
 
 # The tree this textgate is imported from (a checkout's root): children run from it, so
@@ -115,9 +117,20 @@ def running_for(
     return keep
 
 
-def start_gateway(grpc_url: str, tmp: Path) -> tuple[Proc, str] | None:
+def policies(cascade: bool) -> list[dict[str, Any]]:
+    """The shipped task policies with the confidence cascade on or off for every task (off:
+    the transformer reads every message, the full path the other systems also run)."""
+    out = []
+    for rule in PolicyConfig().tasks:
+        out.append({**dataclasses.asdict(rule), "cascade": cascade})
+    return out
+
+
+def start_gateway(grpc_url: str, tmp: Path, cascade: bool = False) -> tuple[Proc, str] | None:
     """``textgate serve`` in front of ``grpc_url``, or None when the gateway's extras are
-    missing (found, not imported: bench sits beside the gateway, never above it)."""
+    missing (found, not imported: bench sits beside the gateway, never above it).
+    ``cascade``: answer what the bundle's n-gram stage is sure of without the transformer;
+    off by default, so the gateway computes what every other system computes."""
     try:
         if importlib.util.find_spec("textgate.gateway.app") is None:
             return None
@@ -130,6 +143,7 @@ def start_gateway(grpc_url: str, tmp: Path) -> tuple[Proc, str] | None:
             {
                 "gateway": {"log_format": "text", "max_in_flight": 64, "max_queue": 256},
                 "events": {"outbox_path": str(tmp / "events.sqlite3")},
+                "policy": {"tasks": policies(cascade)},
             }
         )
     )

@@ -1,6 +1,6 @@
 """The confidence cascade's saving, measured end to end: the same mail through two gateways
 in front of one tritonserver, one with the cascade (the bundle's bounds, the shipped
-policy) and one whose spam policy turns it off (``cascade: false``), same run, rounds
+policy) and one whose policies turn it off (``cascade: false``), same run, rounds
 rotating.
 
     python benchmarks/studies/serving/cascade_throughput.py --bundle B [--n 600] [--pool 400]
@@ -12,7 +12,7 @@ a shared, noisy box disturbs less than wall time. ``cheap_share`` is the share o
 the cascading gateway answered on the cheap path (its ``textgate_cascade_total``). The mail
 is ``textgate.bench.workload.mail``: raw messages from the packaged corpus, most of which the
 n-gram half was fitted on, so the cheap share here is above the out-of-source one
-(``cascade_bounds_allow.json``); the report says both.
+(``cascade_bounds_allow_seeds.json``); docs/gateway.md says both.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import json
 import statistics
 import sys
@@ -32,23 +31,13 @@ from typing import Any
 from textgate.bench import workload
 from textgate.bench.load import closed_loop
 from textgate.bench.measurement import warm_up
-from textgate.bench.procs import PY, Proc, started
+from textgate.bench.procs import PY, Proc, policies, started
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpMailTarget
-from textgate.config import PolicyConfig, RepositoryConfig, TritonConfig
+from textgate.config import RepositoryConfig, TritonConfig
 from textgate.repository import build
 from textgate.triton import TritonServer
 from textgate.triton.server import free_port
-
-
-def policies(cascade: bool) -> list[dict[str, Any]]:
-    out = []
-    for rule in PolicyConfig().tasks:
-        d = dataclasses.asdict(rule)
-        if rule.task == "spam":
-            d["cascade"] = cascade
-        out.append(d)
-    return out
 
 
 def gateway(name: str, grpc_url: str, tmp: Path, cascade: bool) -> Proc:
