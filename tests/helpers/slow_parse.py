@@ -21,3 +21,16 @@ def exit_at_once(raw: bytes, settings: NormalizeSettings) -> Normalized:
     import os
 
     os._exit(3)
+
+
+def blas_threads(raw: bytes, settings: NormalizeSettings) -> Normalized:
+    """The worker's OPENBLAS_NUM_THREADS and the threads numpy's BLAS really uses, as text."""
+    import os
+
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    np.ones((64, 64)) @ np.ones((64, 64))  # BLAS is loaded and has started its threads
+    used = max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=0)
+    said = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+    return normalize_email(b"Subject: blas\r\n\r\nenv " + f"{said} used {used}".encode(), settings)

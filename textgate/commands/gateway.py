@@ -70,6 +70,11 @@ def _add_serve(sub: Subparsers) -> None:
 def _run_serve(args: argparse.Namespace) -> int:
     errors.require("fastapi", "serve")
     errors.require("uvicorn", "serve")
+    import os
+
+    from textgate.config.serving import serial_blas
+
+    serial_blas(os.environ)  # before the gateway imports numpy; its children inherit it
     from textgate.gateway import server
 
     cfg = _with_mail_ports(load_config(args.config), args.spamd_port, args.milter_port)

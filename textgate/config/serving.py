@@ -4,11 +4,27 @@ repository it serves, and the gateway's client of it."""
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from textgate.config.checks import check_port, require
+
+# numpy's OpenBLAS starts a thread per core and hands every product to them. Serving
+# processes do small products only (the language model, the n-gram half): on two cores busy
+# serving, those hand-offs cost an e-mail parse worker 15 ms of CPU a message instead of
+# 4 ms, half the gateway's throughput (docs/benchmarks.md, "Serial BLAS"). So the gateway,
+# its parse workers and tritonserver's stubs run it on one thread unless the environment
+# already says otherwise.
+SERIAL_BLAS = {"OPENBLAS_NUM_THREADS": "1"}
+
+
+def serial_blas(env: MutableMapping[str, str]) -> None:
+    """Set ``SERIAL_BLAS`` in ``env`` where it is not set (before numpy is imported)."""
+    for key, value in SERIAL_BLAS.items():
+        env.setdefault(key, value)
+
 
 # --- triton -------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from textgate.config import TritonConfig
+from textgate.config.serving import serial_blas
 from textgate.errors import ModelLoadError, TritonError, TritonStartError
 from textgate.triton.control import API_KEY_HEADER, HttpControl, ModelState
 from textgate.triton.install import (
@@ -367,6 +368,7 @@ class TritonServer:
 
     def _env(self, inst: Installation) -> dict[str, str]:
         env = scrubbed_env(os.environ)
+        serial_blas(env)  # the Python-backend stubs' numpy
         env["LD_LIBRARY_PATH"] = library_path(inst, os.environ)
         env[SITE_PACKAGES_ENV] = os.pathsep.join(site_packages())
         return env

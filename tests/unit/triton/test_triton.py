@@ -78,6 +78,17 @@ def test_arguments(tmp_path: Path) -> None:
     assert env[triton.SITE_PACKAGES_ENV]
 
 
+def test_the_stubs_run_numpy_blas_on_one_thread_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = triton.TritonServer(tmp_path, config=TritonConfig(http_port=0, grpc_port=0))
+    inst = triton.Installation(Path("/bin/true"), "x", None, tmp_path, None, None)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert server._env(inst)["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert server._env(inst)["OPENBLAS_NUM_THREADS"] == "4"
+
+
 def test_check_before_start_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TritonError, match="never started"):
         triton.TritonServer(tmp_path).check()

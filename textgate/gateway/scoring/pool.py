@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import pickle
 import threading
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from textgate import normalize
+from textgate.config.serving import serial_blas
 from textgate.errors import InputError, ParseWorkerError
 from textgate.normalize import Normalized, NormalizeSettings
 from textgate.signals import language
@@ -176,6 +178,7 @@ class ParsePool:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._idle = asyncio.Queue()
+        serial_blas(os.environ)  # spawned workers inherit it (config/serving.py says why)
         # started side by side: each waits for its own warm-up
         spawns = (loop.run_in_executor(self._threads, self._spawn) for _ in range(self.workers))
         for worker in await asyncio.gather(*spawns):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.slow_parse import MARKER, exit_at_once, normalize_or_hang
+from tests.helpers.slow_parse import MARKER, blas_threads, exit_at_once, normalize_or_hang
 from textgate.errors import EmptyText, ParseWorkerError, PayloadTooLarge
 from textgate.gateway.scoring.pool import ParsePool, _Worker
 from textgate.normalize import NormalizeSettings, normalize_email
@@ -46,6 +47,34 @@ def test_answers_what_normalize_email_answers() -> None:
         assert big.value.limit == SETTINGS.max_body_bytes
 
     with_pool(body)
+
+
+def _blas_text(given: str | None) -> str:
+    async def run() -> str:
+        pool = ParsePool(workers=1, budget_s=30.0, target=blas_threads)
+        await pool.start()
+        try:
+            return (await pool.email(MAIL, SETTINGS)).text
+        finally:
+            await pool.close()
+
+    saved = os.environ.pop("OPENBLAS_NUM_THREADS", None)
+    try:
+        if given is not None:
+            os.environ["OPENBLAS_NUM_THREADS"] = given
+        return asyncio.run(run())
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+        if saved is not None:
+            os.environ["OPENBLAS_NUM_THREADS"] = saved
+
+
+@pytest.mark.timeout(120)
+def test_workers_run_numpy_blas_on_one_thread_unless_the_operator_says_otherwise() -> None:
+    # numpy's default (a thread per core) cost each worker ~15 ms of CPU a message on a
+    # busy two-core box (config/serving.py, SERIAL_BLAS)
+    assert _blas_text(None).endswith("env 1 used 1")
+    assert _blas_text("2").startswith("blas env 2 used ")
 
 
 @pytest.mark.timeout(60)
