@@ -213,3 +213,27 @@ def verify(bundle_dir: Path | str) -> dict[str, Any]:
 def servable(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The variants that may be served by default: only ``accepted`` ones."""
     return {n: v for n, v in manifest["variants"].items() if v.get("status") == "accepted"}
+
+
+def cascade_problem(lo: object, hi: object, n_labels: int | None = None) -> tuple[str, str] | None:
+    """(the field, why) when confidence-cascade bounds cannot work, else None: the one check
+    the exporter, the repository builder and the gateway's router share (issue 42).
+    ``n_labels`` None: the label count is not known there (the builder checked it)."""
+
+    def prob(x: object) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool)
+
+    if not prob(lo) or not 0.0 <= lo < 1.0:  # type: ignore[operator]
+        return "allow_at_or_below", f"must be a probability in [0, 1), got {lo!r}"
+    if hi is not None and (not prob(hi) or not lo < hi <= 1.0):  # type: ignore[operator]
+        return (
+            "quarantine_at_or_above",
+            f"must be above allow_at_or_below and at most 1 (or null), got {hi!r}",
+        )
+    if hi is not None and n_labels is not None and n_labels != 2:
+        return (
+            "quarantine_at_or_above",
+            f"needs two labels; a task with {n_labels} labels cannot use it: the n-gram half "
+            "says 'not the negative label' and cannot name which of the others",
+        )
+    return None

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from textgate.bundle import cascade_problem
 from textgate.errors import ConfigError, ExportError
 
 
@@ -59,20 +60,8 @@ def record(
 
 def bounds(settings: Mapping[str, Any], n_labels: int) -> tuple[float, float | None]:
     lo, hi = settings.get("allow_at_or_below"), settings.get("quarantine_at_or_above")
-    if not isinstance(lo, (int, float)) or not 0.0 <= lo < 1.0:
-        raise ConfigError(
-            "cascade.allow_at_or_below", f"must be a probability in [0, 1), got {lo!r}"
-        )
-    if hi is not None and (not isinstance(hi, (int, float)) or not lo < hi <= 1.0):
-        raise ConfigError(
-            "cascade.quarantine_at_or_above",
-            f"must be above allow_at_or_below and at most 1 (or null), got {hi!r}",
-        )
-    if hi is not None and n_labels != 2:
-        raise ConfigError(
-            "cascade.quarantine_at_or_above",
-            f"a task with {n_labels} labels cannot use it: the n-gram half says 'not the "
-            "negative label' and cannot name which of the others",
-            hint="set quarantine_at_or_above: null (the allow side only)",
-        )
-    return float(lo), None if hi is None else float(hi)
+    if problem := cascade_problem(lo, hi, n_labels):
+        field, why = problem
+        hint = "set quarantine_at_or_above: null (the allow side only)" if "labels" in why else ""
+        raise ConfigError(f"cascade.{field}", why, hint=hint or None)
+    return float(lo or 0.0), None if hi is None else float(hi)

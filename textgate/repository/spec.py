@@ -90,19 +90,15 @@ class TaskSpec:
         if not raw:
             return None
         lo, hi = raw.get("allow_at_or_below"), raw.get("quarantine_at_or_above")
-        ok = isinstance(lo, (int, float)) and 0.0 <= lo < 1.0
-        ok = ok and (hi is None or (isinstance(hi, (int, float)) and lo < hi <= 1.0))
-        if not ok or self.ngrams_file is None:
+        if self.ngrams_file is None:
             raise RepositoryError(
-                f"{self.bundle_dir}: the manifest's cascade {dict(raw)} is not usable "
-                "(0 <= allow_at_or_below < quarantine_at_or_above <= 1, and an n-gram half)",
+                f"{self.bundle_dir}: the manifest has a cascade but no n-gram half to run it",
                 hint="re-export the bundle; its manifest is damaged",
             )
-        if hi is not None and len(self.labels) != 2:
+        if problem := bundle.cascade_problem(lo, hi, len(self.labels)):
             raise RepositoryError(
-                f"{self.bundle_dir}: a cascade's quarantine side needs two labels "
-                f"(the n-gram half cannot tell {', '.join(self.labels[1:])} apart)",
-                hint="re-export with quarantine_at_or_above: null",
+                f"{self.bundle_dir}: the manifest's cascade {problem[0]} {problem[1]}",
+                hint="re-export the bundle with usable bounds (textgate export --cascade-allow)",
             )
         return float(lo), None if hi is None else float(hi)
 

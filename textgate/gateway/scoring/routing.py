@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from textgate import names
+from textgate.bundle import cascade_problem
 from textgate.errors import TritonUnavailable, UnknownTask
 from textgate.triton_client import TritonClient
 
@@ -223,7 +224,7 @@ def _cheap(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         hi = float(hi_text) if hi_text else None
     except ValueError:
         return {}
-    if not 0.0 <= lo < 1.0 or (hi is not None and not lo < hi <= 1.0):
+    if cascade_problem(lo, hi):
         return {}
     negative = _param(config, "negative_label")
     return {"cheap": name, "cheap_allow": lo, "cheap_quarantine": hi, "cheap_negative": negative}

@@ -28,11 +28,7 @@ class TritonPythonModel:
         settings = support.Settings(args)
         labels = json.loads(settings.get("labels"))
         self.labels = np.array([str(x).encode("utf-8") for x in labels], dtype=np.object_)
-        ngrams_file = settings.get("ngrams_file")
-        support.verify_files(settings.version_dir, {ngrams_file: ngrams_file})
-        import ngrams  # copied beside this file: the featurizer training used
-
-        self.lexical = ngrams.NgramModel.load(settings.path("ngrams_file"))
+        self.lexical = support.load_ngrams(settings)
         self.negative = int(self.lexical.negative)
         if not 0 <= self.negative < len(labels) or len(labels) < 2:
             raise RuntimeError("textgate: the n-gram half's negative label is not a label")

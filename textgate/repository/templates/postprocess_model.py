@@ -35,12 +35,8 @@ class TritonPythonModel:
         self.labels = np.array([str(x).encode("utf-8") for x in labels], dtype=np.object_)
         self.temperature = float(settings.params.get("temperature") or 1.0)
         self.lexical = None
-        ngrams_file = settings.params.get("ngrams_file")
-        if ngrams_file:
-            support.verify_files(settings.version_dir, {ngrams_file: ngrams_file})
-            import ngrams  # copied beside this file: the featurizer training used
-
-            self.lexical = ngrams.NgramModel.load(settings.path("ngrams_file"))
+        if settings.params.get("ngrams_file"):
+            self.lexical = support.load_ngrams(settings)
         self.combiner = None
         combiner_file = settings.params.get("combiner_file")
         if combiner_file:

@@ -82,6 +82,16 @@ def verify_files(version_dir: str, names: dict[str, str]) -> None:
             )
 
 
+def load_ngrams(settings: Settings) -> Any:
+    """The bundle's n-gram half (``ngrams_file``), checked against the manifest first.
+    ``ngrams.py`` is copied beside the model: the very featurizer training used."""
+    name = settings.get("ngrams_file")
+    verify_files(settings.version_dir, {name: name})
+    import ngrams
+
+    return ngrams.NgramModel.load(settings.path("ngrams_file"))
+
+
 def bucket_for(length: int, buckets: list[int]) -> int:
     """The smallest bucket that holds ``length`` tokens (the last one if none does)."""
     for bucket in buckets:
