@@ -40,6 +40,7 @@ build-sentiment: bootstrap-runtime
 bench: build-spam
 	$(BIN)/python benchmarks/suite/suite.py --bundle $(ARTIFACTS)/spam
 	$(BIN)/python benchmarks/suite/suite.py --bundle $(ARTIFACTS)/spam --workload mail --out benchmarks/results/latest_mail.json
+	$(BIN)/python benchmarks/suite/suite.py --bundle $(ARTIFACTS)/spam --workload stream --cascade --campaign-entries 10000 --out benchmarks/results/latest_stream.json
 	$(BIN)/python benchmarks/suite/gateway_workers.py --bundle $(ARTIFACTS)/spam --out benchmarks/results/gateway_workers.json
 
 bench-quick: build-spam

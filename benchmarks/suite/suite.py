@@ -35,12 +35,13 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from textgate.bench import ceiling, report, workload
+from textgate.bench import ceiling, report, stream, workload
 from textgate.bench.measurement import Watch, step, warm_up
 from textgate.bench.procs import (
     Proc,
@@ -89,6 +90,7 @@ FULL = Profile(
     (4, 8, 16, 32, 64),
     (1, 2, 4),
 )
+STREAM_N = 18_000  # every distinct real message once, plus re-sends (textgate.bench.stream)
 QUICK = Profile(1, 400, 3.0, (), ((16, 10.0, 1), (16, 10.0, 2)), (8, 16, 32), (1, 4))
 
 
@@ -233,11 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "other system computes it",
     )
     p.add_argument(
+        "--campaign-entries",
+        type=int,
+        default=0,
+        help="the gateway's campaign memory (gateway.campaign_entries; 0: off, as shipped)",
+    )
+    p.add_argument(
         "--workload",
-        choices=["mix", "mail"],
+        choices=["mix", "mail", "stream"],
         default="mix",
         help="mix: SMS-length texts; mail: raw RFC 822 messages to the gateway "
-        "(message/rfc822), their extracted text to every other system",
+        "(message/rfc822), their extracted text to every other system; stream: the same, "
+        "read onward and never replayed, with campaign re-sends (textgate.bench.stream)",
     )
     args = p.parse_args(argv)
     # SIGTERM (timeout, kill) unwinds like Ctrl-C: the servers are stopped and resumed, not
@@ -276,7 +285,11 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         settings = dataclasses.replace(settings, ort_intra_op_threads=args.engine_threads)
     default = settings.strategy
     strategies = list(dict.fromkeys([default, *profile.strategies]))
-    work = workload.make(args.workload, profile.n, seed=0)
+    # a stream is read onward by every system (never replayed): as long as the corpus allows
+    if args.workload == "stream":
+        work = stream.campaign_stream(STREAM_N, seed=0)
+    else:
+        work = workload.make(args.workload, profile.n, seed=0)
     texts = work.texts
     args.messages = work.raw_by_text() if work.messages else None
     log(
@@ -299,7 +312,8 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         stack.enter_context(started(procs))
         http: dict[str, tuple[str, int]] = {}  # system -> (url, root pid)
         grpc = tritons[default].server.grpc_url
-        if not args.no_gateway and (g := start_gateway(grpc, tmp, args.cascade)):
+        memory = args.campaign_entries
+        if not args.no_gateway and (g := start_gateway(grpc, tmp, args.cascade, memory)):
             procs.append(g[0])
             http["gateway"] = (gateway_url(g[1], manifest["task"]), g[0].proc.pid)
         ckpt = None if args.no_naive else (args.checkpoint or find_checkpoint(bundle))
@@ -319,7 +333,29 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
                 log(f"{proc.name} did not start; left out:\n{proc.tail()}")
                 http = {k: v for k, v in http.items() if v[1] != proc.proc.pid}
         log(f"servers ready: {', '.join(['triton-' + s for s in tritons] + list(http))}")
-        return measure_all(args, profile, bundle, manifest, tritons, http, work, ckpt)
+        result = measure_all(args, profile, bundle, manifest, tritons, http, work, ckpt)
+        if "gateway" in http:  # which path answered, and how often the memory did
+            result["gateway_paths"] = gateway_paths(http["gateway"][0])
+        return result
+
+
+def gateway_paths(url: str) -> dict[str, float]:
+    """The gateway's cascade paths and campaign-memory results over the whole run."""
+    base = url.split("/v1/", 1)[0]
+    try:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError as exc:
+        return {"error": str(exc)}  # type: ignore[dict-item]
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        for family, key in (("textgate_cascade_total{", "path"),
+                            ("textgate_campaign_memory_total{", "result")):  # fmt: skip
+            if line.startswith(family):
+                value = line.split(f'{key}="', 1)[1].split('"', 1)[0]
+                name = f"{key}_{value}"
+                out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
 
 
 def measure_all(
@@ -335,7 +371,10 @@ def measure_all(
     texts = work.texts
     default = next(iter(tritons))
     task = tritons[default].task
-    enc = ceiling.encode(bundle / task.tokenizer_file, texts, task.max_length, task.tail_tokens)
+    pool = texts[: profile.n]  # the ceiling's batches (a stream's first arrivals)
+    enc = ceiling.encode(bundle / task.tokenizer_file, pool, task.max_length, task.tail_tokens)
+    # each system reads its own copy of the stream onward, across steps and rounds
+    streams = {n: stream.Cursor(texts) for n in ["triton-" + s for s in tritons] + [*http]}
     sess = ceiling.session(bundle / task.model_file, args.threads)
     fp32 = ceiling.session(bundle / manifest["variants"]["fp32"]["file"], args.threads)
     # int8 is measured even when the export gate rejected it: what would it have bought?
@@ -356,9 +395,8 @@ def measure_all(
                             sess, enc, batch_size=8
                         )
                     else:
-                        got[name] = measure_one(
-                            name, args, profile, tritons, http, texts, sess, enc
-                        )
+                        mine = streams[name] if work.name == "stream" else texts
+                        got[name] = measure_one(name, args, profile, tritons, http, mine, sess, enc)
             except TextgateError as exc:  # one broken system must not lose the others
                 log(f"{name} failed, left out: {exc.message}")
                 systems.remove(name)
@@ -378,9 +416,12 @@ def measure_all(
                     sess, enc, batch_size=8, order="arrival"
                 )
         rounds.append(got)
-    return summarize(
+    result = summarize(
         args, profile, manifest, tritons, http, work, rounds, enc, (sess, fp32, int8), bundle, ckpt
     )
+    if work.name == "stream":  # how far each system read; a wrap would replay arrivals
+        result["stream"] = {n: {"read": c.read, "wraps": c.wraps} for n, c in streams.items()}
+    return result
 
 
 def measure_one(

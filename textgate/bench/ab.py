@@ -18,6 +18,7 @@ from typing import Any
 from textgate.bench.measurement import Plan, Watch, step, warm_up
 from textgate.bench.procs import Proc
 from textgate.bench.target import HttpJsonTarget, HttpMailTarget, Target
+from textgate.bench.workload import Raws
 
 
 async def measure(
@@ -35,7 +36,7 @@ async def measure(
             "cpu_cores": cpu}  # fmt: skip
 
 
-def http_target(proc: Proc, task: str, raw: dict[str, bytes] | None) -> Callable[[], Target]:
+def http_target(proc: Proc, task: str, raw: Raws | None) -> Callable[[], Target]:
     """A closed-loop client of ``proc``'s classify route: raw mail when ``raw`` is given."""
     url = f"{proc.url}/{task}"
     if raw:

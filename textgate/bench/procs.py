@@ -126,11 +126,14 @@ def policies(cascade: bool) -> list[dict[str, Any]]:
     return out
 
 
-def start_gateway(grpc_url: str, tmp: Path, cascade: bool = False) -> tuple[Proc, str] | None:
+def start_gateway(
+    grpc_url: str, tmp: Path, cascade: bool = False, campaign_entries: int = 0
+) -> tuple[Proc, str] | None:
     """``textgate serve`` in front of ``grpc_url``, or None when the gateway's extras are
     missing (found, not imported: bench sits beside the gateway, never above it).
     ``cascade``: answer what the bundle's n-gram stage is sure of without the transformer;
-    off by default, so the gateway computes what every other system computes."""
+    ``campaign_entries``: remember that many answers to repeated messages. Both off by
+    default, so the gateway computes what every other system computes."""
     try:
         if importlib.util.find_spec("textgate.gateway.app") is None:
             return None
@@ -141,7 +144,12 @@ def start_gateway(grpc_url: str, tmp: Path, cascade: bool = False) -> tuple[Proc
     cfg.write_text(
         json.dumps(
             {
-                "gateway": {"log_format": "text", "max_in_flight": 64, "max_queue": 256},
+                "gateway": {
+                    "log_format": "text",
+                    "max_in_flight": 64,
+                    "max_queue": 256,
+                    "campaign_entries": campaign_entries,
+                },
                 "events": {"outbox_path": str(tmp / "events.sqlite3")},
                 "policy": {"tasks": policies(cascade)},
             }

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textgate.errors import TextgateError
+
+if TYPE_CHECKING:
+    from textgate.bench.workload import Raws
 
 
 class RequestFailed(Exception):
@@ -144,7 +147,7 @@ class HttpMailTarget(_HttpBase):
     def __init__(
         self,
         url: str,
-        messages: dict[str, bytes],
+        messages: Raws,
         timeout_s: float = 30.0,
         limit: int = 256,
         name: str = "gateway-mail",
@@ -153,9 +156,15 @@ class HttpMailTarget(_HttpBase):
         self.name = name
         self.endpoint = _http(url)
         self.messages = messages
+        self._sent: dict[str, int] = {}  # a text's several messages are posted in turn
 
     async def classify(self, text: str) -> None:
-        await self._post(self.endpoint, self.messages[text])
+        raw = self.messages[text]
+        if isinstance(raw, tuple):
+            k = self._sent.get(text, 0)
+            self._sent[text] = k + 1
+            raw = raw[k % len(raw)]
+        await self._post(self.endpoint, raw)
 
 
 class FakeTarget:
@@ -196,7 +205,7 @@ def make(
     *,
     model: str = "spam",
     timeout_s: float = 30.0,
-    messages: dict[str, bytes] | None = None,
+    messages: Raws | None = None,
 ) -> Target:
     """``kind``: triton (gRPC), v2 (HTTP), gateway (``/v1/classify/<model>``) or http.
 

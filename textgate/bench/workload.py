@@ -7,13 +7,14 @@ joined with a space. The same (name, n, seed) always gives the same texts in the
 ``mail`` is the product's own traffic: a seeded sample of raw RFC 822 messages from the
 e-mail corpus (``messages``), sent to the gateway as ``message/rfc822``; ``texts`` holds the
 same messages' text as the gateway extracts it, for targets that cannot parse mail.
+``bench.stream`` builds mail as it arrives, campaign re-sends included, read once.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,8 @@ LONG: tuple[tuple[float, int, int], ...] = ((1.0, 501, 2000),)
 SHAPES = {"mix": MIX, "short": SHORT, "long": LONG}
 NAMES = (*SHAPES, "mail", "file")
 MAIL_MAX_BYTES = 1_000_000  # under the gateway's default body limit: no 413 in a bench
+# text -> the raw message (or messages, sent in turn) a mail target posts for it
+Raws = Mapping[str, bytes | tuple[bytes, ...]]
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,15 @@ class Workload:
     source: str
     messages: tuple[bytes, ...] = ()  # mail: the raw message of each text, same order
 
-    def raw_by_text(self) -> dict[str, bytes]:
-        """text -> its raw message (a load generator hands targets texts only)."""
-        if not self.messages:
-            return {}
-        return dict(zip(self.texts, self.messages, strict=True))
+    def raw_by_text(self) -> Raws:
+        """text -> its raw message (a load generator hands targets texts only); a text sent
+        as several different messages (a campaign's re-sends, ``stream``) -> all of them."""
+        out: dict[str, list[bytes]] = {}
+        for text, raw in zip(self.texts, self.messages, strict=True):
+            kept = out.setdefault(text, [])
+            if raw not in kept:
+                kept.append(raw)
+        return {t: r[0] if len(r) == 1 else tuple(r) for t, r in out.items()}
 
     def describe(self) -> dict[str, object]:
         lengths = sorted(len(t) for t in self.texts)
@@ -50,6 +57,8 @@ class Workload:
             "seed": self.seed,
             "source": self.source,
             "chars_median": lengths[len(lengths) // 2] if lengths else 0,
+            # the share of arrivals whose text an earlier one had (campaign re-sends)
+            "repeat_share": 1 - len(set(self.texts)) / len(self.texts) if self.texts else 0.0,
             "share_by_band": band_shares(self.texts),
             **({"bytes_median": sorted(map(len, self.messages))[len(self.messages) // 2]}
                if self.messages else {}),

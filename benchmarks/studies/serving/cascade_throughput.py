@@ -25,10 +25,11 @@ import statistics
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from textgate.bench import workload
+from textgate.bench import stream, workload
 from textgate.bench.load import closed_loop
 from textgate.bench.measurement import warm_up
 from textgate.bench.procs import PY, Proc, policies, started
@@ -39,12 +40,22 @@ from textgate.repository import build
 from textgate.triton import TritonServer
 from textgate.triton.server import free_port
 
+# gateway name -> (cascade, campaign memory entries)
+SYSTEMS = {"cascade": (True, 0), "full": (False, 0), "memory": (False, 10_000),
+           "both": (True, 10_000)}  # fmt: skip
 
-def gateway(name: str, grpc_url: str, tmp: Path, cascade: bool) -> Proc:
+
+def gateway(name: str, grpc_url: str, tmp: Path) -> Proc:
+    cascade, entries = SYSTEMS[name]
     port = free_port()
     cfg = tmp / f"{name}.json"
     config = {
-        "gateway": {"log_format": "text", "max_in_flight": 64, "max_queue": 256},
+        "gateway": {
+            "log_format": "text",
+            "max_in_flight": 64,
+            "max_queue": 256,
+            "campaign_entries": entries,
+        },
         "events": {"outbox_path": str(tmp / f"{name}.db")},
         "policy": {"tasks": policies(cascade)},
     }
@@ -56,31 +67,42 @@ def gateway(name: str, grpc_url: str, tmp: Path, cascade: bool) -> Proc:
     return proc
 
 
-def cheap_count(proc: Proc) -> float:
+def counted(proc: Proc, family: str, label: str) -> float:
     with urllib.request.urlopen(f"{proc.url}/metrics", timeout=10) as r:
         text = r.read().decode()
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith("textgate_cascade_total{") and 'path="cheap"' in line
+        if line.startswith(family + "{") and label in line
     )
 
 
+def cheap_count(proc: Proc) -> float:
+    return counted(proc, "textgate_cascade_total", 'path="cheap"')
+
+
+def hit_count(proc: Proc) -> float:
+    return counted(proc, "textgate_campaign_memory_total", 'result="hit"')
+
+
 async def measure(
-    proc: Proc, triton_pid: int, raw: dict[str, bytes], texts: tuple[str, ...], args: Any
+    proc: Proc, triton_pid: int, raw: workload.Raws, texts: Sequence[str], args: Any
 ) -> dict[str, float]:
     tgt = HttpMailTarget(f"{proc.url}/v1/classify/spam", raw, limit=args.concurrency,
                          name=proc.name)  # fmt: skip
     await tgt.open()
     try:
         await warm_up(tgt, texts, 2 * args.concurrency)
+        gw0 = cpu_seconds(descendants(proc.proc.pid))
         pids = descendants(triton_pid) + descendants(proc.proc.pid)
-        cpu0, cheap0 = cpu_seconds(pids), cheap_count(proc)
+        cpu0, cheap0, hit0 = cpu_seconds(pids), cheap_count(proc), hit_count(proc)
         run = await closed_loop(tgt, texts, concurrency=args.concurrency, duration_s=3600.0,
                                 max_requests=args.n)  # fmt: skip
-        cpu1, cheap1 = (
+        gw1 = cpu_seconds(descendants(proc.proc.pid))
+        cpu1, cheap1, hit1 = (
             cpu_seconds(descendants(triton_pid) + descendants(proc.proc.pid)),
             cheap_count(proc),
+            hit_count(proc),
         )
     finally:
         await tgt.close()
@@ -91,7 +113,9 @@ async def measure(
         "errors": float(len(run.samples) - ok),
         "messages_per_s": ok / run.wall_s if run.wall_s > 0 else 0.0,
         "system_cpu_ms_per_message": (cpu1 - cpu0) / done * 1e3,
+        "gateway_cpu_ms_per_message": (gw1 - gw0) / done * 1e3,
         "cheap_share": (cheap1 - cheap0) / done,
+        "memory_hit_share": (hit1 - hit0) / done,
     }
 
 
@@ -102,10 +126,26 @@ def main() -> int:
     p.add_argument("--pool", type=int, default=400, help="distinct messages")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--systems", default="cascade,full", help=f"gateways to compare, of {','.join(SYSTEMS)}"
+    )
+    p.add_argument(
+        "--workload",
+        choices=["mail", "stream"],
+        default="mail",
+        help="stream: mail read onward with campaign re-sends (textgate.bench.stream)",
+    )
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/cascade_throughput.json"))
     args = p.parse_args()
-    work = workload.make("mail", args.pool, seed=0)
+    names = args.systems.split(",")
+    if args.workload == "stream":  # each gateway reads its own copy onward, never replayed
+        work = stream.campaign_stream(args.rounds * args.n + 200, seed=0)
+    else:
+        work = workload.make("mail", args.pool, seed=0)
     raw = work.raw_by_text()
+    feeds: dict[str, Sequence[str]] = {
+        n: stream.Cursor(work.texts) if args.workload == "stream" else work.texts for n in names
+    }
     with tempfile.TemporaryDirectory(prefix="textgate-cascade-") as d, contextlib.ExitStack() as st:
         tmp = Path(d)
         built = build([args.bundle], tmp / "repo", RepositoryConfig())
@@ -113,25 +153,27 @@ def main() -> int:
             sys.exit(f"{args.bundle}: the bundle has no cascade bounds (manifest 'cascade')")
         cfg = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, exit_timeout_s=2)
         server = st.enter_context(TritonServer(tmp / "repo", config=cfg))
-        procs = [gateway("cascade", server.grpc_url, tmp, True),
-                 gateway("full", server.grpc_url, tmp, False)]  # fmt: skip
+        procs = [gateway(n, server.grpc_url, tmp) for n in names]
         st.enter_context(started(procs))
         for proc in procs:
             if not proc.wait():
                 sys.exit(f"{proc.name} did not start:\n{proc.tail()}")
         rounds: dict[str, list[dict[str, float]]] = {pr.name: [] for pr in procs}
         for r in range(args.rounds):
-            for proc in procs[r % 2 :] + procs[: r % 2]:
-                row = asyncio.run(measure(proc, server.pid or 0, raw, work.texts, args))
+            for proc in procs[r % len(procs) :] + procs[: r % len(procs)]:
+                feed = feeds[proc.name]
+                row = asyncio.run(measure(proc, server.pid or 0, raw, feed, args))
                 rounds[proc.name].append(row)
                 print(f"# round {r + 1} {proc.name}: {row}", file=sys.stderr, flush=True)
     med = {n: {k: statistics.median(x[k] for x in v) for k in v[0]} for n, v in rounds.items()}
-    ratios = {
-        "messages_per_s_cascade_vs_full": med["cascade"]["messages_per_s"]
-        / med["full"]["messages_per_s"],
-        "system_cpu_per_message_full_vs_cascade": med["full"]["system_cpu_ms_per_message"]
-        / med["cascade"]["system_cpu_ms_per_message"],
-    }
+    ratios = {}
+    for n in (x for x in names if x != "full" and "full" in names):
+        ratios[f"messages_per_s_{n}_vs_full"] = (
+            med[n]["messages_per_s"] / med["full"]["messages_per_s"]
+        )
+        ratios[f"system_cpu_per_message_full_vs_{n}"] = (
+            med["full"]["system_cpu_ms_per_message"] / med[n]["system_cpu_ms_per_message"]
+        )
     result = {"pool": work.describe(), "n": args.n, "concurrency": args.concurrency,
               "rounds": rounds, "median": med, "ratios": ratios}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)

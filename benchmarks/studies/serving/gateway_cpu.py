@@ -48,7 +48,7 @@ from textgate.repository import build
 from textgate.triton import TritonServer
 
 
-def target(proc: Proc, task: str, raw: dict[str, bytes] | None, limit: int) -> Target:
+def target(proc: Proc, task: str, raw: workload.Raws | None, limit: int) -> Target:
     url = f"{proc.url}/{task}"  # type: ignore[attr-defined]
     if raw is not None:
         return HttpMailTarget(url, raw, limit=limit, name=proc.name)
