@@ -5,6 +5,9 @@
 # 24.10 ships Triton 2.51, the release the embedded server runs.
 FROM nvcr.io/nvidia/tritonserver:24.10-py3
 RUN python3 -m pip install --no-cache-dir "numpy==1.26.4" "tokenizers==0.20.3"
+# the stubs' numpy on one BLAS thread: their products are small, and a thread per core costs
+# more CPU in hand-offs than it saves (docs/benchmarks.md, "Serial BLAS")
+ENV OPENBLAS_NUM_THREADS=1
 # triton-server, the unprivileged user NVIDIA's image creates (uid 1000)
 USER 1000
 EXPOSE 8000 8001 8002

@@ -35,14 +35,13 @@ import signal
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from textgate.bench import ceiling, report, stream, workload
-from textgate.bench.measurement import Watch, step, warm_up
+from textgate.bench.measurement import Watch, gateway_counts, step, warm_up
 from textgate.bench.procs import (
     Proc,
     paused,
@@ -335,27 +334,8 @@ def run(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         log(f"servers ready: {', '.join(['triton-' + s for s in tritons] + list(http))}")
         result = measure_all(args, profile, bundle, manifest, tritons, http, work, ckpt)
         if "gateway" in http:  # which path answered, and how often the memory did
-            result["gateway_paths"] = gateway_paths(http["gateway"][0])
+            result["gateway_paths"] = gateway_counts(http["gateway"][0].split("/v1/", 1)[0])
         return result
-
-
-def gateway_paths(url: str) -> dict[str, float]:
-    """The gateway's cascade paths and campaign-memory results over the whole run."""
-    base = url.split("/v1/", 1)[0]
-    try:
-        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
-            text = r.read().decode()
-    except OSError as exc:
-        return {"error": str(exc)}  # type: ignore[dict-item]
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        for family, key in (("textgate_cascade_total{", "path"),
-                            ("textgate_campaign_memory_total{", "result")):  # fmt: skip
-            if line.startswith(family):
-                value = line.split(f'{key}="', 1)[1].split('"', 1)[0]
-                name = f"{key}_{value}"
-                out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-    return out
 
 
 def measure_all(

@@ -185,3 +185,35 @@ async def _steps(
     )
     steps = [{**s.summary, "held": s.held, "why": s.why} for s in result.steps]
     return steps, result.held_rate
+
+
+# The gateway's counters a run reads at its end: the cascade's paths, the campaign memory's
+# results, and best-effort parses (a parse past its budget under load answers differently).
+GATEWAY_COUNTERS = {
+    "textgate_cascade_total": "path",
+    "textgate_campaign_memory_total": "result",
+    "textgate_best_effort_total": "reason",
+}
+
+
+def gateway_counts(
+    base_url: str, counters: Mapping[str, str] = GATEWAY_COUNTERS
+) -> dict[str, float]:
+    """``{label}_{value}`` -> the count summed over the gateway's other labels, from its
+    ``/metrics`` (``counters``: family -> the label to split by); {} if it cannot be read."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base_url.rstrip('/')}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        family, _, rest = line.partition("{")
+        key = counters.get(family)
+        marker = f'{key}="'
+        if key and marker in rest:
+            name = key + "_" + rest.split(marker, 1)[1].split('"', 1)[0]
+            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out

@@ -24,14 +24,13 @@ import json
 import statistics
 import sys
 import tempfile
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from textgate.bench import stream, workload
 from textgate.bench.load import closed_loop
-from textgate.bench.measurement import warm_up
+from textgate.bench.measurement import gateway_counts, warm_up
 from textgate.bench.procs import PY, Proc, policies, started
 from textgate.bench.report import cpu_seconds, descendants
 from textgate.bench.target import HttpMailTarget
@@ -67,22 +66,10 @@ def gateway(name: str, grpc_url: str, tmp: Path) -> Proc:
     return proc
 
 
-def counted(proc: Proc, family: str, label: str) -> float:
-    with urllib.request.urlopen(f"{proc.url}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith(family + "{") and label in line
-    )
-
-
-def cheap_count(proc: Proc) -> float:
-    return counted(proc, "textgate_cascade_total", 'path="cheap"')
-
-
-def hit_count(proc: Proc) -> float:
-    return counted(proc, "textgate_campaign_memory_total", 'result="hit"')
+def counts(proc: Proc) -> tuple[float, float]:
+    """(items on the cheap path, campaign-memory hits) so far."""
+    c = gateway_counts(proc.url)  # type: ignore[attr-defined]
+    return c.get("path_cheap", 0.0), c.get("result_hit", 0.0)
 
 
 async def measure(
@@ -95,15 +82,12 @@ async def measure(
         await warm_up(tgt, texts, 2 * args.concurrency)
         gw0 = cpu_seconds(descendants(proc.proc.pid))
         pids = descendants(triton_pid) + descendants(proc.proc.pid)
-        cpu0, cheap0, hit0 = cpu_seconds(pids), cheap_count(proc), hit_count(proc)
+        cpu0, (cheap0, hit0) = cpu_seconds(pids), counts(proc)
         run = await closed_loop(tgt, texts, concurrency=args.concurrency, duration_s=3600.0,
                                 max_requests=args.n)  # fmt: skip
         gw1 = cpu_seconds(descendants(proc.proc.pid))
-        cpu1, cheap1, hit1 = (
-            cpu_seconds(descendants(triton_pid) + descendants(proc.proc.pid)),
-            cheap_count(proc),
-            hit_count(proc),
-        )
+        cpu1 = cpu_seconds(descendants(triton_pid) + descendants(proc.proc.pid))
+        cheap1, hit1 = counts(proc)
     finally:
         await tgt.close()
     ok = sum(1 for s in run.samples if s.code == "ok")
