@@ -42,6 +42,8 @@ class Workload:
     def raw_by_text(self) -> Raws:
         """text -> its raw message (a load generator hands targets texts only); a text sent
         as several different messages (a campaign's re-sends, ``stream``) -> all of them."""
+        if not self.messages:
+            return {}
         out: dict[str, list[bytes]] = {}
         for text, raw in zip(self.texts, self.messages, strict=True):
             kept = out.setdefault(text, [])

@@ -117,6 +117,7 @@ def test_a_text_sent_as_several_messages_posts_each_in_turn() -> None:
     work = workload.Workload("stream", ("a", "b", "a", "a"), 0, "t", (b"A1", b"B", b"A2", b"A1"))
     raws = work.raw_by_text()
     assert raws == {"a": (b"A1", b"A2"), "b": b"B"}
+    assert workload.Workload("mix", ("a",), 0, "t").raw_by_text() == {}  # no mail: no map
     posted: list[bytes] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
