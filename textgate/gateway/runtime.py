@@ -162,7 +162,12 @@ class Gateway:
     async def start(self) -> None:
         gw = self.config.gateway
         if gw.parse_workers:
-            self.parse_pool = ParsePool(workers=gw.parse_workers, budget_s=gw.parse_budget_s)
+            self.parse_pool = ParsePool(
+                workers=gw.parse_workers,
+                budget_s=gw.parse_budget_s,
+                queue_s=gw.queue_timeout_s,
+                retry_after_s=gw.retry_after_s,
+            )
             await self.parse_pool.start()
             self.runtime.parse_pool = self.parse_pool
         await self.events.start(self.metrics.registry)

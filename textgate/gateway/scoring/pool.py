@@ -2,10 +2,19 @@
 
 The guards in ``textgate.guards`` keep the known superlinear paths of the stdlib parser
 out; this pool is the second line for the ones nobody has found yet. A message is parsed
-in one of ``workers`` spawned processes; if its answer is not back within ``budget_s``
-(waiting for a free worker included), the worker is killed and replaced, and the message
-is read by ``normalize.best_effort`` with the defect ``time_budget``. So a hostile parse
-costs one worker for at most the budget, never the event loop, and still gets a verdict.
+in one of ``workers`` spawned processes; if its answer is not back within ``budget_s`` of
+a worker taking it, the worker is killed and replaced, and the message is read by
+``normalize.best_effort`` with the defect ``time_budget``. So a hostile parse costs one
+worker for at most the budget, never the event loop, and still gets a verdict.
+
+Waiting for a worker is not part of the budget. A message that finds every worker busy
+waits up to ``queue_s`` (``gateway.queue_timeout_s``, the limiter's own bound) and is then
+refused as ``Overloaded`` (HTTP 429, spamd and milter tempfail: the MTA retries), never
+read best effort: a best-effort read is the suspect's fate, and an innocent message behind
+a hostile one would otherwise get it too (and the policy's ``malformed_action`` with it),
+so a few slow messages could push other people's mail to review. Only when no worker can be
+started at all are messages read best effort at once (``no_parse_worker``): answered,
+never lost.
 
 The worker also names the language of the normalized text (``Parsed.language``): every raw
 message's result names it, and detection costs 0.25-1 ms a message that the event loop
@@ -33,7 +42,7 @@ from typing import Any
 
 from textgate import normalize
 from textgate.config.serving import serial_blas
-from textgate.errors import InputError, ParseWorkerError
+from textgate.errors import InputError, Overloaded, ParseWorkerError
 from textgate.normalize import Normalized, NormalizeSettings
 from textgate.signals import language
 from textgate.signals.language import Language
@@ -156,12 +165,16 @@ class ParsePool:
         *,
         workers: int = 2,
         budget_s: float = 1.0,
+        queue_s: float = 2.0,
+        retry_after_s: int = 1,
         target: Target = _default_target,
     ) -> None:
         self.workers = workers
         self.budget_s = budget_s
+        self.queue_s, self.retry_after_s = queue_s, retry_after_s
         self.target = target
         self.timeouts = 0  # messages that ran out of budget (a metric reads this)
+        self._unstartable = 0  # replacements that could not start: workers lost for good
         self._ctx = multiprocessing.get_context("spawn")
         self._idle: asyncio.Queue[_Worker] | None = None
         self._all: list[_Worker] = []
@@ -203,18 +216,13 @@ class ParsePool:
         if self._idle is None:
             raise RuntimeError("ParsePool.start() was not awaited")
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.budget_s
-        if not self._idle.empty():  # what get() returns at once, without wait_for's task
-            worker = self._idle.get_nowait()
-        else:
-            try:
-                worker = await asyncio.wait_for(self._idle.get(), self.budget_s)
-            except TimeoutError:
-                return await self._fallback(raw, settings, "parse_queue_timeout")
+        worker = await self._worker()
+        if worker is None:
+            return await self._fallback(raw, settings, "no_parse_worker")
         reply: tuple[Any, ...] | None = None
         try:
-            left = max(0.0, deadline - loop.time())
-            reply = await loop.run_in_executor(self._threads, worker.ask, raw, settings, left)
+            ask = worker.ask
+            reply = await loop.run_in_executor(self._threads, ask, raw, settings, self.budget_s)
         finally:
             if reply is None:  # out of budget, or cancelled mid-parse: the worker is tainted
                 loop.run_in_executor(self._spare, self._replace, worker, loop)
@@ -227,6 +235,23 @@ class ParsePool:
             raise _rebuild(reply[1], reply[2], reply[3])
         return Parsed(reply[1], reply[2])
 
+    async def _worker(self) -> _Worker | None:
+        """An idle worker, waiting up to ``queue_s`` for one; None when none can start."""
+        assert self._idle is not None
+        if not self._idle.empty():  # what get() returns at once, without wait_for's task
+            return self._idle.get_nowait()
+        if self._unstartable >= self.workers:
+            return None
+        try:
+            return await asyncio.wait_for(self._idle.get(), self.queue_s)
+        except TimeoutError:
+            raise Overloaded(
+                f"every e-mail parse worker ({self.workers}) stayed busy for "
+                f"{self.queue_s:g} s (gateway.queue_timeout_s)",
+                retry_after_s=self.retry_after_s,
+                hint="retry later; a busy site raises gateway.parse_workers",
+            ) from None
+
     def _replace(self, worker: _Worker, loop: asyncio.AbstractEventLoop) -> None:
         worker.kill()
         if worker in self._all:
@@ -235,8 +260,9 @@ class ParsePool:
             try:
                 fresh = self._spawn()  # back in the idle queue once it has started
             except ParseWorkerError:
-                # one worker fewer; with none left, messages wait out their budget and
-                # are read best effort (parse_queue_timeout): answered, never lost
+                # one worker fewer for good; with none left, messages are read best
+                # effort at once (no_parse_worker): answered, never lost
+                self._unstartable += 1
                 return
             if loop.is_closed():
                 fresh.kill()

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.helpers.slow_parse import MARKER, blas_threads, exit_at_once, normalize_or_hang
-from textgate.errors import EmptyText, ParseWorkerError, PayloadTooLarge
+from textgate.errors import EmptyText, Kind, Overloaded, ParseWorkerError, PayloadTooLarge
 from textgate.gateway.scoring.pool import ParsePool, _Worker
-from textgate.normalize import NormalizeSettings, normalize_email
+from textgate.normalize import Normalized, NormalizeSettings, normalize_email
 
 SETTINGS = NormalizeSettings()
 MAIL = b"From: a@example.com\r\nSubject: lunch\r\n\r\nsee you at noon\r\n"
@@ -108,16 +108,62 @@ def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
     with_pool(body)
 
 
+def run_pool(queue_s: float, body: Callable[[ParsePool], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        pool = ParsePool(workers=1, budget_s=1.0, queue_s=queue_s, target=normalize_or_hang)
+        await pool.start()
+        try:
+            return await body(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
 @pytest.mark.timeout(60)
-def test_a_busy_pool_answers_within_the_budget() -> None:
+def test_a_message_behind_a_hung_one_is_refused_as_overloaded_not_read_best_effort() -> None:
+    # A best-effort read would give an innocent message the suspect's defects (and the
+    # policy's malformed_action): a few slow messages could push other mail to review.
     async def body(pool: ParsePool) -> None:
-        # The only worker hangs; a second message waits for it no longer than the budget.
+        hung, queued = await asyncio.gather(
+            pool.email(HANG, SETTINGS), pool.email(MAIL, SETTINGS), return_exceptions=True
+        )
+        assert isinstance(hung, Normalized) and hung.notes.defects == ("time_budget",)
+        assert isinstance(queued, Overloaded) and "queue_timeout_s" in queued.message
+        assert queued.retry_after_s == 1 and queued.kind == Kind.OVERLOADED
+
+    run_pool(0.3, body)
+
+
+@pytest.mark.timeout(120)
+def test_a_message_that_waited_for_a_worker_still_gets_its_whole_budget() -> None:
+    async def body(pool: ParsePool) -> None:
+        # the hung parse is killed after 1 s; its replacement starts and reads the queued
+        # message normally, however long the wait was
         hung, queued = await asyncio.gather(pool.email(HANG, SETTINGS), pool.email(MAIL, SETTINGS))
         assert hung.notes.defects == ("time_budget",)
-        assert queued.notes.best_effort and queued.text == "lunch see you at noon"
-        assert queued.notes.defects[0] in ("parse_queue_timeout", "time_budget")
+        assert not queued.notes.best_effort and queued.text == "lunch see you at noon"
 
-    with_pool(body)
+    run_pool(90.0, body)
+
+
+@pytest.mark.timeout(60)
+def test_with_no_worker_able_to_start_mail_is_read_best_effort_at_once() -> None:
+    async def body(pool: ParsePool) -> None:
+        def cannot_start() -> _Worker:
+            raise ParseWorkerError("no worker", hint="test")
+
+        pool._spawn = cannot_start  # type: ignore[method-assign]
+        await pool.email(HANG, SETTINGS)  # its worker is killed, and none replaces it
+        for _ in range(400):
+            if pool._unstartable:
+                break
+            await asyncio.sleep(0.05)
+        answered = await asyncio.wait_for(pool.email(MAIL, SETTINGS), 5)
+        assert answered.notes.best_effort and answered.notes.defects == ("no_parse_worker",)
+        assert answered.text == "lunch see you at noon"
+
+    run_pool(30.0, body)
 
 
 @pytest.mark.timeout(60)
