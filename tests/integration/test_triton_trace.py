@@ -106,7 +106,12 @@ def test_triton_spans_join_the_callers_trace(
         for span in ss["spans"]
     ]
     assert spans, "Triton exported no spans"
-    assert {s["traceId"] for s in spans} == {TRACE_ID}, "a span outside the caller's trace"
+    foreign = [
+        (s["name"], [a["value"] for a in s.get("attributes", [])][:4])
+        for s in spans
+        if s["traceId"] != TRACE_ID
+    ]
+    assert not foreign, f"spans outside the caller's trace: {foreign}"
     roots = [s for s in spans if s["name"] == "InferRequest"]
     assert roots and {s["parentSpanId"] for s in roots} == {gateway_span}  # under the gateway's
     ids = {a["value"].get("stringValue") for s in spans for a in s.get("attributes", [])
