@@ -20,6 +20,10 @@ Servers are compared by their best throughput at P95 <= --p95-ms over a ladder o
 concurrencies (closed loop; --workload mix, or mail: raw messages from the e-mail corpus
 to the gateway as message/rfc822, the same messages' extracted text to every other system).
 Prints one `name: value` line per ratio and writes everything to benchmarks/results/latest.json.
+
+Over 400 lines because it is one script run as one command: its inputs, the servers, the
+interleaved rounds and the stream's bookkeeping read top to bottom; the reusable parts
+(servers, targets, workloads, summary) already live in ``textgate.bench``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -201,8 +202,6 @@ def gateway_counts(
 ) -> dict[str, float]:
     """``{label}_{value}`` -> the count summed over the gateway's other labels, from its
     ``/metrics`` (``counters``: family -> the label to split by); {} if it cannot be read."""
-    import urllib.request
-
     try:
         with urllib.request.urlopen(f"{base_url.rstrip('/')}/metrics", timeout=10) as r:
             text = r.read().decode()

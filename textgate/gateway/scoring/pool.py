@@ -221,8 +221,8 @@ class ParsePool:
             return await self._fallback(raw, settings, "no_parse_worker")
         reply: tuple[Any, ...] | None = None
         try:
-            ask = worker.ask
-            reply = await loop.run_in_executor(self._threads, ask, raw, settings, self.budget_s)
+            budget = self.budget_s
+            reply = await loop.run_in_executor(self._threads, worker.ask, raw, settings, budget)
         finally:
             if reply is None:  # out of budget, or cancelled mid-parse: the worker is tainted
                 loop.run_in_executor(self._spare, self._replace, worker, loop)

@@ -23,9 +23,9 @@ MAIL = b"From: a@example.com\r\nSubject: lunch\r\n\r\nsee you at noon\r\n"
 HANG = b"Subject: stuck\r\n" + MARKER + b"\r\n\r\nfree money\r\n"
 
 
-def with_pool(body: Callable[[ParsePool], Awaitable[Any]]) -> Any:
+def with_pool(body: Callable[[ParsePool], Awaitable[Any]], queue_s: float = 2.0) -> Any:
     async def run() -> Any:
-        pool = ParsePool(workers=1, budget_s=1.0, target=normalize_or_hang)
+        pool = ParsePool(workers=1, budget_s=1.0, queue_s=queue_s, target=normalize_or_hang)
         await pool.start()
         try:
             return await body(pool)
@@ -108,18 +108,6 @@ def test_a_parse_past_its_budget_is_killed_and_still_answered() -> None:
     with_pool(body)
 
 
-def run_pool(queue_s: float, body: Callable[[ParsePool], Awaitable[Any]]) -> Any:
-    async def run() -> Any:
-        pool = ParsePool(workers=1, budget_s=1.0, queue_s=queue_s, target=normalize_or_hang)
-        await pool.start()
-        try:
-            return await body(pool)
-        finally:
-            await pool.close()
-
-    return asyncio.run(run())
-
-
 @pytest.mark.timeout(60)
 def test_a_message_behind_a_hung_one_is_refused_as_overloaded_not_read_best_effort() -> None:
     # A best-effort read would give an innocent message the suspect's defects (and the
@@ -132,7 +120,7 @@ def test_a_message_behind_a_hung_one_is_refused_as_overloaded_not_read_best_effo
         assert isinstance(queued, Overloaded) and "queue_timeout_s" in queued.message
         assert queued.retry_after_s == 1 and queued.kind == Kind.OVERLOADED
 
-    run_pool(0.3, body)
+    with_pool(body, queue_s=0.3)
 
 
 @pytest.mark.timeout(120)
@@ -144,7 +132,7 @@ def test_a_message_that_waited_for_a_worker_still_gets_its_whole_budget() -> Non
         assert hung.notes.defects == ("time_budget",)
         assert not queued.notes.best_effort and queued.text == "lunch see you at noon"
 
-    run_pool(90.0, body)
+    with_pool(body, queue_s=90.0)
 
 
 @pytest.mark.timeout(60)
@@ -163,7 +151,7 @@ def test_with_no_worker_able_to_start_mail_is_read_best_effort_at_once() -> None
         assert answered.notes.best_effort and answered.notes.defects == ("no_parse_worker",)
         assert answered.text == "lunch see you at noon"
 
-    run_pool(30.0, body)
+    with_pool(body, queue_s=30.0)
 
 
 @pytest.mark.timeout(60)
